@@ -1,0 +1,219 @@
+/**
+ * Batches and manifests.
+ *
+ * A {@link SealedBatch} is the unit the pipeline uploads, verifies and commits: a
+ * run of records from one `(source, partition)`. Its {@link Manifest} (an
+ * `effect/Schema` type, stored as JSON next to the object) says exactly which
+ * positions the object holds and with which checksum.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import type { RecordChunk } from "./Record.ts"
+
+/**
+ * Why a batch was sealed.
+ *
+ * - `records` / `bytes`: it reached the batch target (sealed on fill).
+ * - `age`: its oldest record waited `maxAge` (bound on staleness).
+ * - `pressure`: the read gate closed and open batches were sealed early.
+ * - `drain`: the source ended or the pipeline is shutting down.
+ *
+ * @since 0.1.0
+ */
+export const SealReason = Schema.Literals(["records", "bytes", "age", "pressure", "drain"])
+
+/**
+ * @since 0.1.0
+ */
+export type SealReason = typeof SealReason.Type
+
+/**
+ * The batch target knob: seal when either limit is reached, or when the oldest
+ * record is `maxAgeMillis` old.
+ *
+ * @since 0.1.0
+ */
+export interface BatchTarget {
+  readonly records: number
+  readonly bytes: number
+  readonly maxAgeMillis: number
+}
+
+/**
+ * A checksum as stored by the sink (`algorithm` is e.g. `CRC64NVME`, `SHA256`;
+ * `value` is the base64 text the store reports).
+ *
+ * @since 0.1.0
+ */
+export const Checksum = Schema.Struct({
+  algorithm: Schema.String,
+  value: Schema.String
+})
+
+/**
+ * @since 0.1.0
+ */
+export type Checksum = typeof Checksum.Type
+
+/**
+ * A retention gap the source reported before this batch's first record: records
+ * `expected .. logStart-1` were deleted by the log's retention before being read.
+ *
+ * @since 0.1.0
+ */
+export const GapRecord = Schema.Struct({
+  expected: Schema.Number,
+  logStart: Schema.Number,
+  lostRecords: Schema.Number
+})
+
+/**
+ * @since 0.1.0
+ */
+export type GapRecord = typeof GapRecord.Type
+
+/**
+ * A sealed batch, ready to upload.
+ *
+ * @since 0.1.0
+ */
+export interface SealedBatch {
+  /** Deterministic object key (see `ObjectKey.make`). */
+  readonly key: string
+  readonly source: string
+  readonly partition: number
+  /** Per-partition sequence number, in seal order (used by the committer). */
+  readonly sequence: number
+  readonly firstOffset: number
+  readonly lastOffset: number
+  readonly records: number
+  /** Payload bytes of all records. */
+  readonly bytes: number
+  readonly sealReason: SealReason
+  readonly openedAt: number
+  readonly sealedAt: number
+  readonly chunks: ReadonlyArray<RecordChunk>
+  /** A retention gap observed just before this batch, recorded in its manifest. */
+  readonly gap?: GapRecord | undefined
+}
+
+/**
+ * The manifest stored next to each object (`<key>.manifest.json`).
+ *
+ * @since 0.1.0
+ */
+export const Manifest = Schema.Struct({
+  version: Schema.Literal(1),
+  key: Schema.String,
+  source: Schema.String,
+  partition: Schema.Number,
+  firstOffset: Schema.Number,
+  lastOffset: Schema.Number,
+  records: Schema.Number,
+  /** Bytes of the object body (framed records). */
+  objectBytes: Schema.Number,
+  /** Bytes of the record payloads alone. */
+  payloadBytes: Schema.Number,
+  checksum: Checksum,
+  sealReason: SealReason,
+  openedAt: Schema.Number,
+  sealedAt: Schema.Number,
+  gap: Schema.optionalKey(GapRecord)
+})
+
+/**
+ * @since 0.1.0
+ */
+export type Manifest = typeof Manifest.Type
+
+/**
+ * Size of the object body for a batch: each record framed as a 4-byte big-endian
+ * length followed by its payload.
+ *
+ * @since 0.1.0
+ */
+export const bodyBytes = (batch: SealedBatch): number => batch.bytes + 4 * batch.records
+
+/**
+ * Encodes the object body: length-prefixed records, in offset order.
+ *
+ * **Details**
+ *
+ * Size-only (simulated) chunks encode as zero-filled payloads of their size, so a
+ * simulated source can still drive a real sink.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ * declare const batch: Batch.SealedBatch
+ * const body: Uint8Array = Batch.encodeBody(batch)
+ * const back: ReadonlyArray<Uint8Array> = Batch.decodeBody(body)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const encodeBody = (batch: SealedBatch): Uint8Array => {
+  const out = new Uint8Array(bodyBytes(batch))
+  const view = new DataView(out.buffer)
+  let at = 0
+  for (const chunk of batch.chunks) {
+    if (chunk.payloads !== undefined) {
+      for (const p of chunk.payloads) {
+        view.setUint32(at, p.byteLength)
+        out.set(p, at + 4)
+        at += 4 + p.byteLength
+      }
+    } else {
+      const base = Math.floor(chunk.bytes / chunk.count)
+      let extra = chunk.bytes - base * chunk.count
+      for (let i = 0; i < chunk.count; i++) {
+        const size = base + (extra > 0 ? 1 : 0)
+        if (extra > 0) extra--
+        view.setUint32(at, size)
+        at += 4 + size
+      }
+    }
+  }
+  return out
+}
+
+/**
+ * Decodes an object body back into record payloads.
+ *
+ * @since 0.1.0
+ */
+export const decodeBody = (body: Uint8Array): ReadonlyArray<Uint8Array> => {
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength)
+  const out: Array<Uint8Array> = []
+  let at = 0
+  while (at + 4 <= body.byteLength) {
+    const size = view.getUint32(at)
+    out.push(body.subarray(at + 4, at + 4 + size))
+    at += 4 + size
+  }
+  return out
+}
+
+/**
+ * Builds the manifest of a batch once its object is stored with `checksum`.
+ *
+ * @since 0.1.0
+ */
+export const manifestOf = (batch: SealedBatch, checksum: Checksum): Manifest => ({
+  version: 1,
+  key: batch.key,
+  source: batch.source,
+  partition: batch.partition,
+  firstOffset: batch.firstOffset,
+  lastOffset: batch.lastOffset,
+  records: batch.records,
+  objectBytes: bodyBytes(batch),
+  payloadBytes: batch.bytes,
+  checksum,
+  sealReason: batch.sealReason,
+  openedAt: batch.openedAt,
+  sealedAt: batch.sealedAt,
+  ...(batch.gap !== undefined ? { gap: batch.gap } : {})
+})

@@ -1,0 +1,203 @@
+/**
+ * The policy contract: the plugin SDK of Sluice.
+ *
+ * A policy is a **pure core** (no Effect, no I/O, time is an argument) plus a
+ * generic **Effect shell** ({@link layer}) that subscribes the core to the signal
+ * bus and writes its proposals to the knobs. Third parties write the core; the
+ * testkit's conformance suite drives it directly, and deployments compose the
+ * shells as layers.
+ *
+ * Every policy must declare, for each knob it moves, a `floor` (the value that
+ * still guarantees forward progress) and a `ceiling`, and a `probe`: how it
+ * recovers from an over-correction. The types make all three required.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Layer, Stream } from "effect"
+import type { Schema } from "effect"
+import * as Config from "./Config.ts"
+import { Knobs } from "./Knob.ts"
+import type { KnobName, Proposal } from "./Knob.ts"
+import { SignalBus } from "./Signal.ts"
+import type { Signal } from "./Signal.ts"
+
+/**
+ * The range a policy keeps a numeric knob in.
+ *
+ * @since 0.1.0
+ */
+export interface Bounds {
+  readonly floor: number
+  readonly ceiling: number
+}
+
+/**
+ * Bounds per knob moved. For `batchTarget` the bounds apply to its `bytes`; for
+ * `readGate` the floor is the longest pause (ms) the policy allows while uploads
+ * make progress and the ceiling is unused (`Infinity`).
+ *
+ * @since 0.1.0
+ */
+export type KnobBounds = { readonly [K in KnobName]?: Bounds }
+
+/**
+ * How a policy recovers from an over-correction.
+ *
+ * - `PinnedProbe`: Envoy's min-latency probe — pin the knob at `level` for
+ *   `samples` samples (± `jitter` fraction), discard samples that began before the
+ *   probe, then restore the saved value; forced after `forcedAfterWindowsAtFloor`
+ *   consecutive windows at the floor.
+ * - `RestoreProbe`: BBR-style — after `afterMillis` at the floor, restore the last
+ *   value that was good.
+ * - `ReopenProbe`: for gates — re-open after `afterMillis` closed while uploads
+ *   progress.
+ * - `NoProbe`: the policy never over-corrects (e.g. `Fixed`); `reason` says why.
+ *   The conformance suite's recovery properties fail for such a policy under
+ *   overload, by design.
+ *
+ * @since 0.1.0
+ */
+export type ProbeSpec =
+  | {
+    readonly _tag: "PinnedProbe"
+    readonly level: number
+    readonly samples: number
+    readonly jitter: number
+    readonly forcedAfterWindowsAtFloor: number
+  }
+  | { readonly _tag: "RestoreProbe"; readonly afterMillis: number }
+  | { readonly _tag: "ReopenProbe"; readonly afterMillis: number }
+  | { readonly _tag: "NoProbe"; readonly reason: string }
+
+/**
+ * The result of one step.
+ *
+ * @since 0.1.0
+ */
+export interface Step<S> {
+  readonly state: S
+  readonly proposal?: Proposal | undefined
+}
+
+/**
+ * A policy's pure core.
+ *
+ * **Details**
+ *
+ * - `config` is the Schema of the policy's config (with its defaults); the shell
+ *   decodes user input with it, rejecting unknown fields.
+ * - `init(config)` builds the initial state; `initial(state)` the proposal in
+ *   force before the first signal.
+ * - `step(state, signal, now)` returns the next state and, optionally, a new
+ *   proposal. It must be pure and deterministic: same inputs, same outputs.
+ *
+ * **Example** (a third-party policy that halves concurrency on every throttle)
+ *
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Policy } from "@sluice/core"
+ *
+ * const Config = Schema.Struct({ floor: Schema.Number, ceiling: Schema.Number })
+ *
+ * export const Halver: Policy.Policy<typeof Config.Type, { limit: number; lastChange: number }> = {
+ *   name: "halver",
+ *   config: Config,
+ *   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
+ *   probe: () => ({ _tag: "RestoreProbe", afterMillis: 10_000 }),
+ *   init: (c) => ({ limit: c.ceiling, lastChange: 0 }),
+ *   initial: (s) => ({ concurrency: s.limit }),
+ *   step: (s, signal, now) => {
+ *     if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") {
+ *       const limit = Math.max(1, Math.floor(s.limit / 2))
+ *       return { state: { limit, lastChange: now }, proposal: { concurrency: limit } }
+ *     }
+ *     if (signal._tag === "Tick" && now - s.lastChange > 10_000 && s.limit < 64) {
+ *       return { state: { limit: s.limit * 2, lastChange: now }, proposal: { concurrency: s.limit * 2 } }
+ *     }
+ *     return { state: s }
+ *   }
+ * }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Policy<C, S> {
+  readonly name: string
+  readonly config: Schema.Decoder<C>
+  readonly bounds: (config: C) => KnobBounds
+  readonly probe: (config: C) => ProbeSpec
+  readonly init: (config: C) => S
+  readonly initial: (state: S) => Proposal
+  readonly step: (state: S, signal: Signal, now: number) => Step<S>
+}
+
+/**
+ * Runs a policy core over a sequence of `(signal, now)` pairs, purely. Returns
+ * every proposal with its time — what the conformance suite and unit tests use.
+ *
+ * @since 0.1.0
+ */
+export const replay = <C, S>(
+  policy: Policy<C, S>,
+  config: C,
+  signals: Iterable<readonly [Signal, number]>
+): { readonly state: S; readonly proposals: ReadonlyArray<readonly [number, Proposal]> } => {
+  let state = policy.init(config)
+  const proposals: Array<readonly [number, Proposal]> = [[0, policy.initial(state)]]
+  for (const [signal, now] of signals) {
+    const next = policy.step(state, signal, now)
+    state = next.state
+    if (next.proposal !== undefined) proposals.push([now, next.proposal])
+  }
+  return { state, proposals }
+}
+
+/**
+ * The generic shell: turns a policy core into a `Layer` that, for as long as it
+ * is alive, steps the core on every signal and writes its proposals to the knobs.
+ *
+ * **Details**
+ *
+ * The config is decoded with the policy's Schema when the layer is built: bad
+ * config fails the layer with a `ConfigError` naming the field. The subscription
+ * is taken before the layer finishes building, so no signal published afterwards
+ * is missed.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Layer } from "effect"
+ * import { Fixed, Policy } from "@sluice/core"
+ *
+ * const policies = Layer.mergeAll(Policy.layer(Fixed.policy, { concurrency: 8 }))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = <C, S>(
+  policy: Policy<C, S>,
+  input: unknown = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus | Knobs> =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const config = yield* Config.decode(policy.name, policy.config, input)
+    const bus = yield* SignalBus
+    const knobs = yield* Knobs
+    const subscription = yield* bus.subscribe
+    let state = policy.init(config)
+    yield* knobs.propose(policy.name, policy.initial(state))
+    yield* Stream.fromSubscription(subscription).pipe(
+      Stream.runForEachArray((signals) =>
+        Effect.suspend(() => {
+          let proposal: Proposal | undefined
+          for (const signal of signals) {
+            const next = policy.step(state, signal, signal.at)
+            state = next.state
+            if (next.proposal !== undefined) proposal = { ...proposal, ...next.proposal }
+          }
+          return proposal === undefined ? Effect.void : knobs.propose(policy.name, proposal)
+        })
+      ),
+      Effect.forkScoped
+    )
+  }))
+

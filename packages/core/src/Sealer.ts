@@ -1,0 +1,198 @@
+/**
+ * The sealer: one open batch per `(source, partition)`, sealed on the batch
+ * target (records or bytes), on age, under pressure, or on drain.
+ *
+ * Pure bookkeeping: time is an argument, no Effect inside. The pipeline calls it
+ * once per chunk (never per record) and on every tick for the age bound.
+ *
+ * @since 0.1.0
+ */
+import type { BatchTarget, GapRecord, SealedBatch, SealReason } from "./Batch.ts"
+import * as ObjectKey from "./ObjectKey.ts"
+import type { RecordChunk } from "./Record.ts"
+import { lastOffset, splitAt } from "./Record.ts"
+
+interface OpenBatch {
+  readonly source: string
+  readonly partition: number
+  readonly openedAt: number
+  chunks: Array<RecordChunk>
+  records: number
+  bytes: number
+  gap: GapRecord | undefined
+}
+
+/**
+ * A mutable sealer. See the module doc.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Record, Sealer } from "@sluice/core"
+ *
+ * const sealer = new Sealer.Sealer({ prefix: "archive" })
+ * const target = { records: 2, bytes: 1 << 20, maxAgeMillis: 60_000 }
+ * const sealed = sealer.append(Record.syntheticChunk("demo", 0, 0, 5, 100), target, 0)
+ * // two batches of 2 records sealed on "records"; 1 record stays open
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class Sealer {
+  private readonly open = new Map<string, OpenBatch>()
+  private readonly sequences = new Map<string, number>()
+  private readonly pendingGaps = new Map<string, GapRecord>()
+  /** Bytes held in open batches. */
+  openBytes = 0
+
+  constructor(private readonly options: { readonly prefix?: string | undefined } = {}) {}
+
+  /** Number of open batches. */
+  get openBatches(): number {
+    return this.open.size
+  }
+
+  /**
+   * Appends a chunk, splitting it across batches as needed; returns the batches
+   * it sealed (on `records` or `bytes`), in order.
+   */
+  append(chunk: RecordChunk, target: BatchTarget, now: number): Array<SealedBatch> {
+    const sealed: Array<SealedBatch> = []
+    let rest: RecordChunk | undefined = chunk
+    const id = keyOf(chunk.source, chunk.partition)
+    while (rest !== undefined && rest.count > 0) {
+      let batch = this.open.get(id)
+      if (batch === undefined) {
+        batch = { source: rest.source, partition: rest.partition, openedAt: now, chunks: [], records: 0, bytes: 0, gap: this.pendingGaps.get(id) }
+        this.pendingGaps.delete(id)
+        this.open.set(id, batch)
+      }
+      const roomRecords = target.records - batch.records
+      const roomBytes = target.bytes - batch.bytes
+      if (rest.count < roomRecords && rest.bytes < roomBytes) {
+        this.add(batch, rest)
+        rest = undefined
+        break
+      }
+      // The chunk reaches the target: take what fits (at least one record so a
+      // record larger than the target still makes progress), seal, continue.
+      const byRecords = Math.min(rest.count, roomRecords)
+      const byBytes = recordsFitting(rest, roomBytes)
+      let take = Math.min(byRecords, byBytes)
+      if (take === 0 && batch.records === 0) take = 1
+      const reason: SealReason = byRecords <= byBytes ? "records" : "bytes"
+      if (take >= rest.count) {
+        this.add(batch, rest)
+        rest = undefined
+      } else if (take > 0) {
+        const [head, tail] = splitAt(rest, take)
+        this.add(batch, head)
+        rest = tail
+      }
+      sealed.push(this.seal(id, batch, reason, now))
+    }
+    return sealed
+  }
+
+  /** Seals every batch whose oldest record is at least `maxAgeMillis` old. */
+  sealExpired(now: number, maxAgeMillis: number): Array<SealedBatch> {
+    const sealed: Array<SealedBatch> = []
+    for (const [id, batch] of this.open) {
+      if (now - batch.openedAt >= maxAgeMillis) sealed.push(this.seal(id, batch, "age", now))
+    }
+    return sealed
+  }
+
+  /** Seals every open batch with `reason` (`pressure` or `drain`). */
+  sealAll(reason: SealReason, now: number): Array<SealedBatch> {
+    const sealed: Array<SealedBatch> = []
+    for (const [id, batch] of this.open) sealed.push(this.seal(id, batch, reason, now))
+    return sealed
+  }
+
+  /**
+   * Drops the open batches of `partitions` of `source` without sealing them
+   * (a revoke: the new owner re-reads those records). Returns the bytes freed.
+   */
+  drop(source: string, partitions: ReadonlyArray<number>): number {
+    let freed = 0
+    for (const partition of partitions) {
+      const id = keyOf(source, partition)
+      const batch = this.open.get(id)
+      if (batch !== undefined) {
+        freed += batch.bytes
+        this.openBytes -= batch.bytes
+        this.open.delete(id)
+      }
+      this.pendingGaps.delete(id)
+    }
+    return freed
+  }
+
+  /** Records a retention gap; the partition's next batch carries it in its manifest. */
+  recordGap(source: string, partition: number, gap: GapRecord): void {
+    const id = keyOf(source, partition)
+    const batch = this.open.get(id)
+    if (batch !== undefined && batch.records === 0) batch.gap = gap
+    else this.pendingGaps.set(id, gap)
+  }
+
+  private add(batch: OpenBatch, chunk: RecordChunk): void {
+    batch.chunks.push(chunk)
+    batch.records += chunk.count
+    batch.bytes += chunk.bytes
+    this.openBytes += chunk.bytes
+  }
+
+  private seal(id: string, batch: OpenBatch, reason: SealReason, now: number): SealedBatch {
+    this.open.delete(id)
+    this.openBytes -= batch.bytes
+    const sequence = this.sequences.get(id) ?? 0
+    this.sequences.set(id, sequence + 1)
+    const first = batch.chunks[0]
+    const last = batch.chunks[batch.chunks.length - 1]
+    const firstOffset = first === undefined ? 0 : first.firstOffset
+    const lastOff = last === undefined ? firstOffset : lastOffset(last)
+    return {
+      key: ObjectKey.make({
+        prefix: this.options.prefix,
+        source: batch.source,
+        partition: batch.partition,
+        firstOffset,
+        lastOffset: lastOff
+      }),
+      source: batch.source,
+      partition: batch.partition,
+      sequence,
+      firstOffset,
+      lastOffset: lastOff,
+      records: batch.records,
+      bytes: batch.bytes,
+      sealReason: reason,
+      openedAt: batch.openedAt,
+      sealedAt: now,
+      chunks: batch.chunks,
+      gap: batch.gap
+    }
+  }
+}
+
+const keyOf = (source: string, partition: number): string => `${source}\u0000${partition}`
+
+/** How many leading records of `chunk` fit in `roomBytes`. */
+const recordsFitting = (chunk: RecordChunk, roomBytes: number): number => {
+  if (roomBytes <= 0) return 0
+  if (chunk.bytes <= roomBytes) return chunk.count
+  if (chunk.payloads === undefined) {
+    return Math.floor((roomBytes * chunk.count) / chunk.bytes)
+  }
+  let used = 0
+  let i = 0
+  for (; i < chunk.payloads.length; i++) {
+    const size = chunk.payloads[i]?.byteLength ?? 0
+    if (used + size > roomBytes) break
+    used += size
+  }
+  return i
+}
+

@@ -1,0 +1,64 @@
+/**
+ * The sink contract: where sealed batches are stored, and how they are proven
+ * to have landed intact.
+ *
+ * @since 0.1.0
+ */
+import type { Effect } from "effect"
+import type { Checksum, Manifest, SealedBatch } from "./Batch.ts"
+import type { SinkFailure, VerificationFailed } from "./Failure.ts"
+
+/**
+ * What a successful object upload returns.
+ *
+ * @since 0.1.0
+ */
+export interface PutReceipt {
+  readonly key: string
+  /** Bytes of the stored object body. */
+  readonly objectBytes: number
+  /** The checksum computed locally and sent with the upload. */
+  readonly checksum: Checksum
+}
+
+/**
+ * Proof that the object is in storage with the expected size and checksum, as
+ * reported by the store (never an ETag).
+ *
+ * @since 0.1.0
+ */
+export interface VerifiedReceipt {
+  readonly key: string
+  readonly objectBytes: number
+  readonly checksum: Checksum
+}
+
+/**
+ * The sink contract.
+ *
+ * **Details**
+ *
+ * - `putObject` stores the batch's body under `batch.key` (overwriting: keys are
+ *   deterministic, so a replay replaces rather than duplicates).
+ * - `putManifest` stores the manifest next to it.
+ * - `verify` asks the store for the object's size and checksum and fails with
+ *   `VerificationFailed` if they differ from the receipt.
+ * - Errors are classified by the adapter (`SinkFailure.failureClass`), so
+ *   policies see every throttle.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Memory } from "@sluice/core"
+ *
+ * const sink = Memory.sink() // stores objects in a Map; sink.objects for inspection
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Sink {
+  readonly name: string
+  readonly putObject: (batch: SealedBatch) => Effect.Effect<PutReceipt, SinkFailure>
+  readonly putManifest: (manifest: Manifest) => Effect.Effect<void, SinkFailure>
+  readonly verify: (receipt: PutReceipt) => Effect.Effect<VerifiedReceipt, SinkFailure | VerificationFailed>
+}

@@ -1,0 +1,94 @@
+/**
+ * The source contract: where records come from, and where their positions are
+ * committed once archived.
+ *
+ * @since 0.1.0
+ */
+import type { Effect, Stream } from "effect"
+import { Schema } from "effect"
+import type { RecordChunk } from "./Record.ts"
+
+/**
+ * A retention gap: the next offset the archiver needed was already deleted by the
+ * log's retention (committed offset < log start offset). Never skipped silently:
+ * the pipeline publishes it as a signal, counts it in a metric and records it in
+ * the manifest of the partition's next batch.
+ *
+ * @since 0.1.0
+ */
+export interface RetentionGap {
+  readonly _tag: "RetentionGap"
+  readonly source: string
+  readonly partition: number
+  /** The offset the archiver expected to read next. */
+  readonly expected: number
+  /** The log start offset the broker reported. */
+  readonly logStart: number
+  /** `logStart - expected`. */
+  readonly lostRecords: number
+}
+
+/**
+ * The source gave up some partitions (a consumer-group rebalance). The pipeline
+ * abandons their open batches without commit (the new owner re-reads them), stops
+ * committing them, and then runs `acknowledge` so the source can finish the revoke.
+ *
+ * @since 0.1.0
+ */
+export interface PartitionsRevoked {
+  readonly _tag: "PartitionsRevoked"
+  readonly partitions: ReadonlyArray<number>
+  readonly acknowledge: Effect.Effect<void>
+}
+
+/**
+ * What a source stream carries.
+ *
+ * @since 0.1.0
+ */
+export type SourceEvent = RecordChunk | RetentionGap | PartitionsRevoked
+
+/**
+ * A source failed.
+ *
+ * @since 0.1.0
+ */
+export class SourceError extends Schema.TaggedError<SourceError>()("SourceError", {
+  source: Schema.String,
+  operation: Schema.String,
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Defect())
+}) {}
+
+/**
+ * The source contract.
+ *
+ * **Details**
+ *
+ * - `events` is the merge of the per-partition streams: chunks of one partition
+ *   arrive in offset order; partitions interleave freely.
+ * - `commit(partition, nextOffset)` is only ever called by the pipeline's
+ *   committer, with the offset after the highest contiguous *verified* batch.
+ * - `pause` / `resume` are driven by the read gate; a paused source stops fetching
+ *   (it may still deliver what it had buffered).
+ * - `lag` reports records behind the end of the log, per partition.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Memory } from "@sluice/core"
+ *
+ * // An in-memory source over fixed payloads, two partitions, 10 records each
+ * const source = Memory.source({ name: "demo", partitions: 2, records: 10, recordBytes: 100 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Source {
+  readonly name: string
+  readonly events: Stream.Stream<SourceEvent, SourceError>
+  readonly commit: (partition: number, nextOffset: number) => Effect.Effect<void, SourceError>
+  readonly pause: Effect.Effect<void>
+  readonly resume: Effect.Effect<void>
+  readonly lag: Effect.Effect<ReadonlyMap<number, number>>
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Starts / stops the real services the integration tests need, on 127.0.0.1 only:
+# an S3-compatible server (scripts/s3-server.sh) and an Apache Kafka broker
+# (scripts/kafka-broker.sh). Each installs itself on first use (cached under
+# ${SLUICE_CACHE:-$HOME/.cache/sluice}) and writes its endpoints to .services/*.env.
+#   bash scripts/services.sh up|down|status
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmd=${1:-status}
+mkdir -p .services
+run() {
+  local script=$1
+  if [ -f "$script" ]; then bash "$script" "$cmd"; fi
+}
+case "$cmd" in
+  up|status|install)
+    run scripts/s3-server.sh
+    run scripts/kafka-broker.sh
+    ;;
+  down)
+    # Stop both even if one fails.
+    run scripts/kafka-broker.sh || true
+    run scripts/s3-server.sh || true
+    ;;
+  *) echo "usage: $0 up|down|status|install" >&2; exit 2 ;;
+esac

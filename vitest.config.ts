@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config"
+
+// One vitest run over every package. Packages import each other through the
+// "@sluice/source" export condition, so tests run against sources, not dist.
+export default defineConfig({
+  resolve: { conditions: ["@sluice/source"] },
+  ssr: { resolve: { conditions: ["@sluice/source"] } },
+  test: {
+    include: ["packages/*/test/**/*.test.ts", "examples/test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000
+  }
+})
