@@ -58,6 +58,8 @@ export const source = (options: {
   readonly chunkRecords?: number
   readonly payloads?: boolean
   readonly startOffsets?: ReadonlyMap<number, number>
+  /** Virtual or real ms between rounds of chunks (one chunk per partition per round); 0 by default. */
+  readonly intervalMillis?: number
 }): MemorySource => {
   const chunkRecords = options.chunkRecords ?? 1000
   const withPayloads = options.payloads ?? true
@@ -79,8 +81,9 @@ export const source = (options: {
     return chunkOf(options.name, partition, from, payloads, now)
   }
 
+  const interval = options.intervalMillis ?? 0
   const events: Stream.Stream<RecordChunk> = Stream.fromEffectRepeat(
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.flatMap(interval > 0 ? Effect.andThen(Effect.sleep(interval), Clock.currentTimeMillis) : Clock.currentTimeMillis, (now) =>
       Effect.sync(() => {
         const out: Array<RecordChunk> = []
         for (let p = 0; p < options.partitions; p++) {
@@ -207,12 +210,13 @@ export const sink = (options: {
       const fault = faultOf("putObject", batch.key)
       if (fault instanceof SinkFailure) return yield* fault
       const checksum = sha256(body)
-      let stored = body
       if (fault === "corrupt" && body.byteLength > 0) {
-        stored = body.slice()
+        const stored = body.slice()
         stored[0] = (stored[0] ?? 0) ^ 0xff
+        objects.set(batch.key, { body: stored, checksum: sha256(stored) })
+      } else {
+        objects.set(batch.key, { body, checksum })
       }
-      objects.set(batch.key, { body: stored, checksum: sha256(stored) })
       return { key: batch.key, objectBytes: body.byteLength, checksum: { algorithm: "SHA256", value: checksum } }
     })
 

@@ -45,7 +45,11 @@ export class Sealer {
   /** Bytes held in open batches. */
   openBytes = 0
 
-  constructor(private readonly options: { readonly prefix?: string | undefined } = {}) {}
+  private readonly options: { readonly prefix?: string | undefined }
+
+  constructor(options: { readonly prefix?: string | undefined } = {}) {
+    this.options = options
+  }
 
   /** Number of open batches. */
   get openBatches(): number {

@@ -1,0 +1,66 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Record, Sealer } from "../src/index.ts"
+
+const target = (records: number, bytes: number, maxAgeMillis = 60_000) => ({ records, bytes, maxAgeMillis })
+const payloads = (sizes: ReadonlyArray<number>) => sizes.map((n) => new Uint8Array(n))
+
+describe("Sealer", () => {
+  it("seals on records, splitting a chunk across batches, and keeps the rest open", () => {
+    const sealer = new Sealer.Sealer()
+    const sealed = sealer.append(Record.syntheticChunk("s", 0, 0, 5, 10), target(2, 1_000), 0)
+    expect(sealed.map((b) => [b.firstOffset, b.lastOffset, b.records, b.sealReason])).toEqual([
+      [0, 1, 2, "records"],
+      [2, 3, 2, "records"]
+    ])
+    expect(sealer.openBatches).toBe(1)
+    expect(sealer.openBytes).toBe(10)
+    const drained = sealer.sealAll("drain", 5)
+    expect(drained.map((b) => [b.firstOffset, b.lastOffset, b.sealReason, b.sequence])).toEqual([[4, 4, "drain", 2]])
+  })
+
+  it("seals on bytes at the record that would overflow the target", () => {
+    const sealer = new Sealer.Sealer()
+    const chunk = Record.chunkOf("s", 1, 100, payloads([40, 40, 40, 40]))
+    const sealed = sealer.append(chunk, target(1_000, 100), 0)
+    expect(sealed).toHaveLength(1)
+    expect(sealed[0]?.sealReason).toBe("bytes")
+    expect(sealed[0]?.records).toBe(2)
+    expect(sealed[0]?.bytes).toBe(80)
+    expect(sealer.openBytes).toBe(80)
+  })
+
+  it("a record larger than the byte target still makes progress", () => {
+    const sealer = new Sealer.Sealer()
+    const sealed = sealer.append(Record.chunkOf("s", 0, 0, payloads([500, 10])), target(1_000, 100), 0)
+    expect(sealed[0]?.records).toBe(1)
+    expect(sealed[0]?.bytes).toBe(500)
+  })
+
+  it("seals on age only batches whose oldest record is old enough", () => {
+    const sealer = new Sealer.Sealer()
+    sealer.append(Record.syntheticChunk("s", 0, 0, 1, 10), target(100, 1_000), 0)
+    sealer.append(Record.syntheticChunk("s", 1, 0, 1, 10), target(100, 1_000), 500)
+    expect(sealer.sealExpired(999, 1_000)).toHaveLength(0)
+    const old = sealer.sealExpired(1_000, 1_000)
+    expect(old.map((b) => [b.partition, b.sealReason])).toEqual([[0, "age"]])
+    expect(sealer.openBatches).toBe(1)
+  })
+
+  it("keys are deterministic from source, partition and offsets", () => {
+    const a = new Sealer.Sealer({ prefix: "arch" }).append(Record.syntheticChunk("s", 3, 10, 4, 1), target(4, 100), 0)
+    const b = new Sealer.Sealer({ prefix: "arch" }).append(Record.syntheticChunk("s", 3, 10, 4, 1), target(4, 100), 99)
+    expect(a[0]?.key).toBe("arch/s/p=00003/00000000000000000010-00000000000000000013.rec")
+    expect(a[0]?.key).toBe(b[0]?.key)
+  })
+
+  it("drop abandons open batches and records gaps on the next batch", () => {
+    const sealer = new Sealer.Sealer()
+    sealer.append(Record.syntheticChunk("s", 0, 0, 3, 10), target(100, 1_000), 0)
+    expect(sealer.drop("s", [0])).toBe(30)
+    expect(sealer.openBytes).toBe(0)
+    sealer.recordGap("s", 0, { expected: 3, logStart: 10, lostRecords: 7 })
+    sealer.append(Record.syntheticChunk("s", 0, 10, 2, 10), target(100, 1_000), 0)
+    const [batch] = sealer.sealAll("drain", 1)
+    expect(batch?.gap).toEqual({ expected: 3, logStart: 10, lostRecords: 7 })
+  })
+})
