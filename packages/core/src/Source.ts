@@ -4,9 +4,9 @@
  *
  * @since 0.1.0
  */
-import type { Effect, Stream } from "effect"
-import { Schema } from "effect"
+import { Effect, Schema, Stream } from "effect"
 import type { RecordChunk } from "./Record.ts"
+import { chunkOf } from "./Record.ts"
 
 /**
  * A retention gap: the next offset the archiver needed was already deleted by the
@@ -91,4 +91,67 @@ export interface Source {
   readonly pause: Effect.Effect<void>
   readonly resume: Effect.Effect<void>
   readonly lag: Effect.Effect<ReadonlyMap<number, number>>
+}
+
+/**
+ * A plain source over an async iterable of record payloads (a file, a socket, a
+ * syslog listener): one partition, offsets assigned from `startOffset`, records
+ * grouped into chunks of up to `chunkRecords` or whatever arrived within
+ * `lingerMillis`.
+ *
+ * **Details**
+ *
+ * `onCommit(nextOffset)` is called with the offset after the last archived record
+ * (persist it to resume with `startOffset` after a restart). Pause/resume stop
+ * pulling from the iterable; `lag` is unknown (empty) for a plain iterable.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { createReadStream } from "node:fs"
+ * import { createInterface } from "node:readline"
+ * import { Source } from "@sluice/core"
+ *
+ * async function* lines() {
+ *   for await (const line of createInterface({ input: createReadStream("app.log") })) yield new TextEncoder().encode(line)
+ * }
+ * const source = Source.fromAsyncIterable({ name: "app-log", records: lines(), onCommit: (next) => console.log("archived up to", next) })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const fromAsyncIterable = (options: {
+  readonly name: string
+  readonly records: AsyncIterable<Uint8Array>
+  readonly startOffset?: number
+  readonly chunkRecords?: number
+  readonly lingerMillis?: number
+  readonly onCommit?: (nextOffset: number) => void | Promise<void>
+}): Source => {
+  let next = options.startOffset ?? 0
+  const events: Stream.Stream<SourceEvent, SourceError> = Stream.fromAsyncIterable(
+    options.records,
+    (cause) => new SourceError({ source: options.name, operation: "read", message: String(cause), cause })
+  ).pipe(
+    Stream.groupedWithin(options.chunkRecords ?? 1000, options.lingerMillis ?? 50),
+    Stream.map((payloads): SourceEvent => {
+      const chunk = chunkOf(options.name, 0, next, payloads)
+      next += payloads.length
+      return chunk
+    })
+  )
+  return {
+    name: options.name,
+    events,
+    commit: (_partition, nextOffset) =>
+      Effect.tryPromise({
+        try: async () => {
+          await options.onCommit?.(nextOffset)
+        },
+        catch: (cause) => new SourceError({ source: options.name, operation: "commit", message: String(cause), cause })
+      }),
+    pause: Effect.void,
+    resume: Effect.void,
+    lag: Effect.succeed(new Map())
+  }
 }
