@@ -204,7 +204,8 @@ export const start = <E = never>(
     const done = yield* Deferred.make<PipelineStats, PipelineError>()
     const sealer = new Sealer({ prefix: config.keyPrefix })
     const tracker = new CommitTracker()
-    const wantCommit = new Map<string, { source: string; partition: number; nextOffset: number }>()
+    /** Commit points wanted per partition, with the records they newly cover. */
+    const wantCommit = new Map<string, { source: string; partition: number; nextOffset: number; records: number }>()
     const stats: PipelineStats = {
       recordsRead: 0,
       bytesRead: 0,
@@ -380,12 +381,18 @@ export const start = <E = never>(
     const commit = Effect.gen(function*() {
       for (const [id, want] of wantCommit) {
         const have = stats.committed.get(id) ?? -1
-        if (want.nextOffset <= have) continue
+        // Capture before yielding: onVerified may advance `want` meanwhile.
+        const nextOffset = want.nextOffset
+        const records = want.records
+        if (nextOffset <= have) continue
         const startedAt = yield* Clock.currentTimeMillis
-        yield* source.commit(want.partition, want.nextOffset)
+        yield* source.commit(want.partition, nextOffset)
         const end = yield* Clock.currentTimeMillis
         metrics.stageDuration.record((end - startedAt) / 1000, { stage: "commit" })
-        stats.committed.set(id, want.nextOffset)
+        stats.committed.set(id, nextOffset)
+        want.records -= records
+        stats.recordsCommitted += records
+        metrics.recordsCommitted.add(records)
       }
     }).pipe(commitLock.withPermit)
 
@@ -409,10 +416,14 @@ export const start = <E = never>(
         yield* releaseBytes(batch.bytes)
         if (advance !== undefined) {
           const id = `${advance.source}/${advance.partition}`
-          wantCommit.set(id, { source: advance.source, partition: advance.partition, nextOffset: advance.nextOffset })
+          const want = wantCommit.get(id)
+          if (want === undefined) {
+            wantCommit.set(id, { ...advance })
+          } else {
+            want.nextOffset = advance.nextOffset
+            want.records += advance.records
+          }
           yield* commit
-          stats.recordsCommitted += advance.records
-          metrics.recordsCommitted.add(advance.records)
         }
         yield* checkDone
       })
