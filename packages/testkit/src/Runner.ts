@@ -1,0 +1,298 @@
+/**
+ * The runner: runs a scenario under `TestClock` with a policy composition and
+ * returns its trace and summary. Virtual time advances in 100 ms steps; after
+ * each step the runner samples the pipelines, the store and the source.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Effect, Fiber } from "effect"
+import type { Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { Pipeline } from "@sluice/core"
+import type { Config, Knob, SignalBus } from "@sluice/core"
+import type { Scenario } from "./Scenario.ts"
+import * as SimSource from "./SimSource.ts"
+import * as Store from "./Store.ts"
+import type { Phase, Summary } from "./Summary.ts"
+import * as Summaries from "./Summary.ts"
+import type { Trace, TraceRow } from "./Trace.ts"
+import { quantile } from "./Trace.ts"
+
+/**
+ * The policies of one pipeline, as the core `Pipeline.start` takes them.
+ *
+ * @since 0.1.0
+ */
+export type PoliciesLayer<E = never> = Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
+
+/**
+ * Declared floors the runner checks every sample (`floorViolations`).
+ *
+ * @since 0.1.0
+ */
+export interface Floors {
+  readonly concurrency?: number | undefined
+  readonly batchBytes?: number | undefined
+}
+
+/**
+ * Options of a run.
+ *
+ * @since 0.1.0
+ */
+export interface RunOptions<E = never> {
+  /** A label for the summary (e.g. the `--policy` spec). */
+  readonly policy?: string | undefined
+  /** The policies of each instance (a layer, or one per instance); none = the pipeline's base config. */
+  readonly policies?: PoliciesLayer<E> | ((instance: number) => PoliciesLayer<E>) | undefined
+  readonly floors?: Floors | undefined
+  /** Sample period, virtual ms (default 100). */
+  readonly sampleMillis?: number | undefined
+}
+
+/**
+ * What a run returns.
+ *
+ * @since 0.1.0
+ */
+export interface RunResult {
+  readonly summary: Summary
+  readonly trace: Trace
+  readonly store: Store.SimStore
+  readonly log: SimSource.SimLog
+}
+
+/**
+ * The store parameters a scenario starts with.
+ *
+ * @since 0.1.0
+ */
+export const storeParams = (s: Scenario["store"]): Store.StoreParams => ({
+  baseLatencyMillis: s.baseLatency,
+  bandwidthBytesPerSecond: s.bandwidthPerRequest,
+  knee: s.knee,
+  jitter: s.jitter,
+  throttleAbove: s.throttleAbove,
+  throttleProbability: s.throttleProbability,
+  errorRate: s.errorRate,
+  rateLimit: s.rateLimit
+})
+
+const storeChange = (c: NonNullable<Scenario["events"][number]["store"]>): Partial<Store.StoreParams> => ({
+  ...(c.baseLatency !== undefined ? { baseLatencyMillis: c.baseLatency } : {}),
+  ...(c.bandwidthPerRequest !== undefined ? { bandwidthBytesPerSecond: c.bandwidthPerRequest } : {}),
+  ...(c.knee !== undefined ? { knee: c.knee } : {}),
+  ...(c.jitter !== undefined ? { jitter: c.jitter } : {}),
+  ...(c.throttleAbove !== undefined ? { throttleAbove: c.throttleAbove } : {}),
+  ...(c.throttleProbability !== undefined ? { throttleProbability: c.throttleProbability } : {}),
+  ...(c.errorRate !== undefined ? { errorRate: c.errorRate } : {}),
+  ...(c.rateLimit !== undefined ? { rateLimit: c.rateLimit } : {})
+})
+
+const eventLabel = (e: Scenario["events"][number]): string => {
+  const parts: Array<string> = []
+  for (const [k, v] of Object.entries(e.store ?? {})) parts.push(`${k}=${String(v)}`)
+  for (const [k, v] of Object.entries(e.source ?? {})) parts.push(`${k}=${String(v)}`)
+  return parts.join(" ")
+}
+
+/**
+ * The batch size the oracle assumes: the pipeline's configured batch target.
+ *
+ * @since 0.1.0
+ */
+export const oracleBatch = (scenario: Scenario): { readonly bytes: number; readonly records: number } => {
+  const records = Math.max(1, Math.min(scenario.pipeline.batch.records, Math.floor(scenario.pipeline.batch.bytes / scenario.source.recordBytes)))
+  return { bytes: records * scenario.source.recordBytes, records }
+}
+
+/**
+ * Runs `scenario` under its own `TestClock` and returns the trace and summary.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Fixed } from "@sluice/core"
+ * import { Runner, Scenario } from "@sluice/testkit"
+ *
+ * const program = Effect.gen(function*() {
+ *   const scenario = yield* Scenario.load("packages/testkit/scenarios/knee-24.json")
+ *   const { summary } = yield* Runner.run(scenario, { policy: "fixed:8", policies: Fixed.layer({ concurrency: 8 }) })
+ *   console.log(summary.goodputRatio)
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const run = <E = never>(
+  scenario: Scenario,
+  options: RunOptions<E> = {}
+): Effect.Effect<RunResult, Config.ConfigError | E> =>
+  Effect.scoped(runScoped(scenario, options)).pipe(Effect.provide(TestClock.layer({ warningDelay: "1 hour" })))
+
+const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
+  Effect.gen(function*() {
+    const wallStart = performance.now()
+    const sampleMillis = options.sampleMillis ?? 100
+    const floors = { concurrency: options.floors?.concurrency ?? 1, batchBytes: options.floors?.batchBytes ?? 1 }
+    const store = Store.make(storeParams(scenario.store), scenario.seed)
+    const log = SimSource.make({
+      name: "sim",
+      recordsPerSecond: scenario.source.recordsPerSecond,
+      recordBytes: scenario.source.recordBytes,
+      partitions: scenario.source.partitions,
+      retentionMillis: scenario.source.retention,
+      backlogRecords: scenario.source.backlogRecords,
+      fetchIntervalMillis: Math.max(1, scenario.source.fetchInterval),
+      fetchMaxBytes: Math.max(1, scenario.source.fetchMaxBytes)
+    })
+    const n = scenario.instances
+    const batch = oracleBatch(scenario)
+    const phases: Array<Phase> = [{ at: 0, params: store.params() }]
+    const failures: Array<string> = []
+
+    const handles: Array<Pipeline.PipelineHandle> = []
+    const consumers: Array<SimSource.SimConsumer> = []
+    for (let i = 0; i < n; i++) {
+      const assigned: Array<number> = []
+      for (let p = i; p < scenario.source.partitions; p += n) assigned.push(p)
+      const consumer = log.consumer(assigned)
+      consumers.push(consumer)
+      const policies = typeof options.policies === "function" ? options.policies(i) : options.policies
+      const handle = yield* Pipeline.start({
+        source: consumer,
+        sink: store.sink(i),
+        config: scenario.pipeline,
+        ...(policies !== undefined ? { policies } : {})
+      })
+      handles.push(handle)
+      yield* Effect.forkScoped(
+        Effect.catchCause(handle.await, (cause) => Effect.sync(() => failures.push(`instance ${i}: ${String(cause)}`)))
+      )
+    }
+
+    const events = [...scenario.events].sort((a, b) => a.at - b.at)
+    const applier = yield* Effect.forkScoped(Effect.gen(function*() {
+      for (const event of events) {
+        const now = yield* Clock.currentTimeMillis
+        if (event.at > now) yield* Effect.sleep(event.at - now)
+        if (event.store !== undefined) {
+          store.update(storeChange(event.store))
+          phases.push({ at: event.at, params: store.params() })
+        }
+        if (event.source?.recordsPerSecond !== undefined) log.setRate(event.at, event.source.recordsPerSecond)
+      }
+    }))
+
+    const rows: Array<TraceRow> = []
+    let lastVerified = 0
+    let lastRequests = 0
+    let lastThrottles = 0
+    let floorViolations = 0
+    const steps = Math.ceil(scenario.duration / sampleMillis)
+    for (let step = 1; step <= steps; step++) {
+      const oracle = Math.min(
+        log.inflowBytesPerSecond(0),
+        Store.capacityBytesPerSecond(store.params(), batch.bytes, batch.records)
+      )
+      const paramsAtStart = store.params()
+      yield* TestClock.adjust(sampleMillis)
+      if (failures.length > 0) break
+      const t = step * sampleMillis
+      let concurrency = 0
+      let inflightBatches = 0
+      let inflightBytes = 0
+      let verified = 0
+      let paused = 0
+      let lag = 0
+      let violated = false
+      for (let i = 0; i < n; i++) {
+        const handle = handles[i] as Pipeline.PipelineHandle
+        const stats = handle.stats()
+        const knobs = handle.knobs.current()
+        concurrency += knobs.concurrency
+        inflightBatches += stats.uploading
+        inflightBytes += stats.inflightBytes
+        verified += stats.bytesVerified
+        if (stats.readGate === "paused") paused++
+        lag += (consumers[i] as SimSource.SimConsumer).lagAt(t)
+        if (knobs.concurrency < floors.concurrency || knobs.batchTarget.bytes < floors.batchBytes) violated = true
+      }
+      if (violated) floorViolations++
+      const completed = store.drainLatencies()
+      const latencies = completed.map((c) => c.millis)
+      let bytes = 0
+      for (const c of completed) bytes += c.bytes
+      const p95 = quantile(latencies, 0.95)
+      const throttles = store.counters.throttled + store.counters.rateLimited
+      rows.push({
+        t,
+        concurrency,
+        inflightBatches,
+        inflightBytes,
+        goodputBytesPerSecond: Math.round(((verified - lastVerified) * 1000) / sampleMillis),
+        oracleBytesPerSecond: Math.round(oracle),
+        p50Millis: round3(quantile(latencies, 0.5)),
+        p95Millis: round3(p95),
+        latencyInflation: p95 === null
+          ? null
+          : round3(p95 / Store.unloadedMillis(paramsAtStart, bytes / completed.length)),
+        requests: store.counters.requests - lastRequests,
+        throttles: throttles - lastThrottles,
+        batchTargetBytes: (handles[0] as Pipeline.PipelineHandle).knobs.current().batchTarget.bytes,
+        readGatePaused: paused,
+        lagRecords: lag
+      })
+      lastVerified = verified
+      lastRequests = store.counters.requests
+      lastThrottles = throttles
+    }
+    yield* Fiber.interrupt(applier)
+
+    const now = yield* Clock.currentTimeMillis
+    const perInstance = handles.map((h) => h.stats().bytesVerified)
+    let bytesVerified = 0
+    for (const b of perInstance) bytesVerified += b
+    let committedNotVerified = 0
+    let lostRecords = 0
+    for (const consumer of consumers) {
+      lostRecords += consumer.lostAt(now)
+      for (const [partition, nextOffset] of consumer.committed) {
+        const covered: Array<readonly [number, number]> = [
+          ...(store.verified.get(`${consumer.name}/${partition}`) ?? [])
+        ]
+        const start = consumer.startPositions.get(partition) ?? 0
+        if (start > 0) covered.push([0, start - 1])
+        for (const [p, expected, logStart] of consumer.gaps) if (p === partition) covered.push([expected, logStart - 1])
+        committedNotVerified += Summaries.uncovered(nextOffset, covered)
+      }
+    }
+    const requests = store.requests.length
+    const throttled = store.counters.throttled + store.counters.rateLimited
+    const summary: Summary = {
+      scenario: scenario.name,
+      policy: options.policy ?? "base",
+      seed: scenario.seed,
+      durationSeconds: scenario.duration / 1000,
+      instances: n,
+      goodputRatio: round3(Summaries.goodputRatio(rows, sampleMillis, bytesVerified)) ?? 0,
+      latencyInflation: round3(Summaries.latencyInflation(rows)) ?? 1,
+      throttleRate: requests === 0 ? 0 : round3(throttled / requests) ?? 0,
+      floorViolations,
+      recoverySeconds: Summaries.recoverySeconds(rows, sampleMillis, Summaries.lastRevert(phases, batch.bytes, batch.records)),
+      maxInflightBytes: Math.max(0, ...handles.map((h) => h.stats().maxInflightBytes)),
+      lostRecords,
+      committedNotVerified,
+      fairness: round3(Summaries.jain(perInstance)) ?? 1,
+      bytesVerified,
+      requests,
+      failure: failures[0] ?? null,
+      wallMillis: Math.round(performance.now() - wallStart)
+    }
+    const trace: Trace = { sampleMillis, rows, events: events.map((e) => ({ at: e.at, label: eventLabel(e) })) }
+    return { summary, trace, store, log }
+  })
+
+const round3 = (x: number | null): number | null => (x === null ? null : Math.round(x * 1000) / 1000)
+

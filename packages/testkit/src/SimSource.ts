@@ -1,0 +1,288 @@
+/**
+ * The simulated source: a Kafka-like log of size-only records (never a payload
+ * byte is allocated), partitions produced at a configurable rate, optional
+ * retention that moves the log start offset, and consumer views that implement
+ * the core `Source` over a subset of the partitions (one per pipeline instance,
+ * as a consumer group would assign them).
+ *
+ * **The model**
+ *
+ * - Each partition's log end grows at `recordsPerSecond / partitions` records per
+ *   second (changeable with {@link SimLog.setRate}); `backlogRecords` (split over
+ *   the partitions) are already in the log at time 0, as if produced at the
+ *   initial rate before it.
+ * - With `retention`, a record is deleted `retention` after it was produced: the
+ *   log start offset is the log end of `retention` ago.
+ * - A consumer fetches every `fetchIntervalMillis` (virtual) one chunk per
+ *   partition of what is new, at most `fetchMaxBytes` per partition; while it is
+ *   behind it fetches again at once. When it finds its next offset below the log
+ *   start, it emits a core `RetentionGap` and jumps to the log start: those
+ *   records are counted as lost.
+ * - `pause` stops fetching (lag grows); `resume` restarts it.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Effect, Stream } from "effect"
+import { Record } from "@sluice/core"
+import type { Source } from "@sluice/core"
+
+/**
+ * The source's parameters.
+ *
+ * @since 0.1.0
+ */
+export interface SourceParams {
+  readonly name: string
+  readonly recordsPerSecond: number
+  readonly recordBytes: number
+  readonly partitions: number
+  /** Records are deleted this long after being produced; `null` keeps them. */
+  readonly retentionMillis: number | null
+  /** Records already in the log at time 0 (over all partitions). */
+  readonly backlogRecords: number
+  /** Period of a consumer's fetch (virtual ms). */
+  readonly fetchIntervalMillis: number
+  /** Largest chunk per partition per fetch, in bytes. */
+  readonly fetchMaxBytes: number
+}
+
+/**
+ * Defaults for the optional parameters.
+ *
+ * @since 0.1.0
+ */
+export const defaults = {
+  name: "sim",
+  retentionMillis: null,
+  backlogRecords: 0,
+  fetchIntervalMillis: 100,
+  fetchMaxBytes: 8 * 1024 * 1024
+} as const
+
+interface Segment {
+  readonly at: number
+  /** Log end per partition at `at` (real-valued). */
+  readonly end: number
+  /** Records per partition per ms from `at`. */
+  readonly rate: number
+}
+
+/**
+ * The shared log (the topic).
+ *
+ * @since 0.1.0
+ */
+export interface SimLog {
+  readonly params: SourceParams
+  /** Log end offset (next offset to be produced) of any partition at `now`. */
+  readonly endOffset: (now: number) => number
+  /** Log start offset (oldest retained record) of any partition at `now`. */
+  readonly startOffset: (now: number) => number
+  /** Changes the production rate from `now` on (records/s over all partitions). */
+  readonly setRate: (now: number, recordsPerSecond: number) => void
+  /** Inflow in payload bytes per second at `now`. */
+  readonly inflowBytesPerSecond: (now: number) => number
+  /** A consumer of `partitions` (a pipeline instance's assignment). */
+  readonly consumer: (partitions: ReadonlyArray<number>) => SimConsumer
+  /** Every consumer made, in order. */
+  readonly consumers: ReadonlyArray<SimConsumer>
+}
+
+/**
+ * A consumer: a core `Source` with the simulator's view of it.
+ *
+ * @since 0.1.0
+ */
+export interface SimConsumer extends Source.Source {
+  readonly partitions: ReadonlyArray<number>
+  /** Next offset to deliver, per partition. */
+  readonly positions: ReadonlyMap<number, number>
+  /** Offset the consumer started from, per partition. */
+  readonly startPositions: ReadonlyMap<number, number>
+  /** Committed next offset, per partition. */
+  readonly committed: ReadonlyMap<number, number>
+  /** Retention gaps found: `[partition, expected, logStart]`. */
+  readonly gaps: ReadonlyArray<readonly [number, number, number]>
+  /** Records lost to retention found so far. */
+  readonly lostFound: () => number
+  /** Records lost to retention, found or not yet found, at `now`. */
+  readonly lostAt: (now: number) => number
+  /** Total lag at `now` (records behind the log end). */
+  readonly lagAt: (now: number) => number
+  readonly isPaused: () => boolean
+}
+
+/**
+ * Builds the log.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { SimSource } from "@sluice/testkit"
+ *
+ * const log = SimSource.make({
+ *   ...SimSource.defaults, recordsPerSecond: 1_000_000, recordBytes: 150, partitions: 24
+ * })
+ * const source = log.consumer([0, 1, 2, 3]) // a core Source over 4 partitions
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make = (params: SourceParams): SimLog => {
+  const partitions = Math.max(1, params.partitions)
+  const backlogPerPartition = params.backlogRecords / partitions
+  const segments: Array<Segment> = [{ at: 0, end: backlogPerPartition, rate: params.recordsPerSecond / partitions / 1000 }]
+  let rateNow = params.recordsPerSecond
+
+  const segmentAt = (t: number): Segment => {
+    // Segments are few (one per rate event): a backward scan is fastest.
+    for (let i = segments.length - 1; i > 0; i--) {
+      const s = segments[i]
+      if (s !== undefined && s.at <= t) return s
+    }
+    return segments[0] as Segment
+  }
+
+  const endReal = (t: number): number => {
+    if (t < 0) {
+      const first = segments[0] as Segment
+      // The backlog was produced at the initial rate before time 0 (all at
+      // once at time 0 when that rate is 0).
+      return first.rate > 0 ? Math.max(0, first.end + first.rate * t) : 0
+    }
+    const s = segmentAt(t)
+    return s.end + s.rate * (t - s.at)
+  }
+
+  const endOffset = (now: number) => Math.floor(endReal(now))
+  const startOffset = (now: number) =>
+    params.retentionMillis === null ? 0 : Math.min(endOffset(now), Math.floor(endReal(now - params.retentionMillis)))
+
+  const consumers: Array<SimConsumer> = []
+
+  const log: SimLog = {
+    params,
+    endOffset,
+    startOffset,
+    setRate: (now, recordsPerSecond) => {
+      segments.push({ at: now, end: endReal(now), rate: recordsPerSecond / partitions / 1000 })
+      rateNow = recordsPerSecond
+    },
+    inflowBytesPerSecond: () => rateNow * params.recordBytes,
+    consumer: (assigned) => {
+      const c = makeConsumer(log, assigned)
+      consumers.push(c)
+      return c
+    },
+    consumers
+  }
+  return log
+}
+
+const makeConsumer = (log: SimLog, partitions: ReadonlyArray<number>): SimConsumer => {
+  const { params } = log
+  const maxRecords = Math.max(1, Math.floor(params.fetchMaxBytes / Math.max(1, params.recordBytes)))
+  const positions = new Map<number, number>()
+  const startPositions = new Map<number, number>()
+  const committed = new Map<number, number>()
+  const gaps: Array<readonly [number, number, number]> = []
+  let lost = 0
+  let paused = false
+  let nextFetchAt = 0
+  let started = false
+
+  const start = (now: number) => {
+    started = true
+    // auto.offset.reset = earliest: start at the log start.
+    const from = log.startOffset(now)
+    for (const p of partitions) {
+      positions.set(p, from)
+      startPositions.set(p, from)
+    }
+  }
+
+  /** One fetch at `now`: a retention gap and a chunk per partition, as needed. */
+  const fetch = (now: number): { readonly events: Array<Record.RecordChunk | Source.RetentionGap>; readonly behind: boolean } => {
+    if (!started) start(now)
+    const end = log.endOffset(now)
+    const logStart = log.startOffset(now)
+    const events: Array<Record.RecordChunk | Source.RetentionGap> = []
+    let behind = false
+    for (const p of partitions) {
+      let pos = positions.get(p) ?? 0
+      if (pos < logStart) {
+        events.push({ _tag: "RetentionGap", source: params.name, partition: p, expected: pos, logStart, lostRecords: logStart - pos })
+        gaps.push([p, pos, logStart])
+        lost += logStart - pos
+        pos = logStart
+      }
+      const count = Math.min(maxRecords, end - pos)
+      if (count > 0) {
+        events.push(Record.syntheticChunk(params.name, p, pos, count, params.recordBytes, now))
+        pos += count
+      }
+      if (pos < end) behind = true
+      positions.set(p, pos)
+    }
+    return { events, behind }
+  }
+
+  const pull: Effect.Effect<Array<Record.RecordChunk | Source.RetentionGap>> = Effect.gen(function*() {
+    while (true) {
+      const now = yield* Clock.currentTimeMillis
+      if (paused) {
+        yield* Effect.sleep(params.fetchIntervalMillis)
+        continue
+      }
+      if (now < nextFetchAt) {
+        yield* Effect.sleep(nextFetchAt - now)
+        continue
+      }
+      const { events, behind } = fetch(now)
+      // Behind: fetch again at once; caught up: wait for the next interval.
+      if (!behind) nextFetchAt = now + params.fetchIntervalMillis
+      if (events.length > 0) return events
+    }
+  })
+
+  return {
+    name: params.name,
+    partitions,
+    events: Stream.fromEffectRepeat(pull).pipe(Stream.flattenIterable),
+    commit: (partition, nextOffset) =>
+      Effect.sync(() => {
+        committed.set(partition, nextOffset)
+      }),
+    pause: Effect.sync(() => {
+      paused = true
+    }),
+    resume: Effect.sync(() => {
+      paused = false
+    }),
+    lag: Effect.map(Clock.currentTimeMillis, (now) => {
+      const end = log.endOffset(now)
+      const lag = new Map<number, number>()
+      for (const p of partitions) lag.set(p, Math.max(0, end - (positions.get(p) ?? log.startOffset(now))))
+      return lag
+    }),
+    positions,
+    startPositions,
+    committed,
+    gaps,
+    lostFound: () => lost,
+    lostAt: (now) => {
+      const logStart = log.startOffset(now)
+      let unseen = 0
+      for (const p of partitions) unseen += Math.max(0, logStart - (positions.get(p) ?? logStart))
+      return lost + unseen
+    },
+    lagAt: (now) => {
+      const end = log.endOffset(now)
+      let total = 0
+      for (const p of partitions) total += Math.max(0, end - (positions.get(p) ?? log.startOffset(now)))
+      return total
+    },
+    isPaused: () => paused
+  }
+}
+

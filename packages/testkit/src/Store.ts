@@ -1,0 +1,369 @@
+/**
+ * The simulated object store: a core `Sink` whose latency, throttling and errors
+ * follow a small, documented model driven by a seeded RNG and the Effect `Clock`
+ * (so it runs on `TestClock`'s virtual time).
+ *
+ * **The model** (per request, evaluated when the request starts):
+ *
+ * - service latency `(baseLatency + bytes / bandwidthPerRequest) × max(1, inflight / knee)
+ *   × (1 + jitter · Exp(1))`, where `inflight` counts the store's requests in
+ *   flight (every stage, every instance) including this one: above the knee the
+ *   store's throughput is flat and latency grows;
+ * - if `inflight > throttleAbove`, a `503 SlowDown` with probability
+ *   `throttleProbability`;
+ * - independently, a `500 InternalError` with probability `errorRate`;
+ * - with `rateLimit` (object uploads per second, a token bucket holding one
+ *   second of tokens), an object upload finding the bucket empty gets a
+ *   `429 TooManyRequests` with `Retry-After` (whole seconds, as HTTP sends it).
+ *
+ * Failed requests answer after `baseLatency × (1 + jitter · Exp(1))` (no body
+ * transfer). A 503 on `verify` (a HEAD) is reported as S3 SDKs report it: code
+ * `Unknown`, class `Transient` (there is no body to carry `SlowDown`). Every RNG
+ * draw happens in a fixed order per request, so a seed fixes the whole run.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Effect } from "effect"
+import { Batch, Failure } from "@sluice/core"
+import type { Sink } from "@sluice/core"
+import * as Rng from "./Rng.ts"
+
+/**
+ * The store's parameters (all changeable at any time with {@link SimStore.update}).
+ *
+ * @since 0.1.0
+ */
+export interface StoreParams {
+  readonly baseLatencyMillis: number
+  /** Bytes per second one request transfers. */
+  readonly bandwidthBytesPerSecond: number
+  /** In-flight requests above which latency grows linearly. */
+  readonly knee: number
+  /** Scale of the `Exp(1)` jitter factor. */
+  readonly jitter: number
+  /** In-flight requests above which 503 SlowDown may be returned; `null` never. */
+  readonly throttleAbove: number | null
+  readonly throttleProbability: number
+  /** Probability of a 500 on any request. */
+  readonly errorRate: number
+  /** Object uploads per second before 429; `null` unlimited. */
+  readonly rateLimit: number | null
+}
+
+/**
+ * Defaults: an S3-like store (8 ms, 64 MiB/s per request, knee 24, no faults).
+ *
+ * @since 0.1.0
+ */
+export const defaultParams: StoreParams = {
+  baseLatencyMillis: 8,
+  bandwidthBytesPerSecond: 64 * 1024 * 1024,
+  knee: 24,
+  jitter: 0.1,
+  throttleAbove: null,
+  throttleProbability: 0,
+  errorRate: 0,
+  rateLimit: null
+}
+
+/**
+ * The operation a request performs.
+ *
+ * @since 0.1.0
+ */
+export type Operation = "putObject" | "putManifest" | "verify"
+
+/**
+ * How a request ended.
+ *
+ * @since 0.1.0
+ */
+export type Outcome = "ok" | "SlowDown" | "InternalError" | "TooManyRequests"
+
+/**
+ * One recorded request.
+ *
+ * @since 0.1.0
+ */
+export interface RequestRecord {
+  readonly instance: number
+  readonly operation: Operation
+  readonly startedAt: number
+  readonly endedAt: number
+  readonly bytes: number
+  readonly inflightAtStart: number
+  readonly outcome: Outcome
+}
+
+/**
+ * Bytes a manifest upload transfers in the model (a small JSON document).
+ *
+ * @since 0.1.0
+ */
+export const MANIFEST_BYTES = 512
+
+/**
+ * Unloaded service latency of one request of `bytes` (no queueing, no jitter).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Store } from "@sluice/testkit"
+ *
+ * Store.unloadedMillis(Store.defaultParams, 8 * 1024 * 1024) // 8 + 125 = 133 ms
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const unloadedMillis = (params: StoreParams, bytes: number): number =>
+  params.baseLatencyMillis + (bytes / params.bandwidthBytesPerSecond) * 1000
+
+/**
+ * Service latency under load: the pure core of the latency model.
+ *
+ * @since 0.1.0
+ */
+export const serviceMillis = (params: StoreParams, bytes: number, inflight: number, exp1: number): number =>
+  unloadedMillis(params, bytes) * Math.max(1, inflight / params.knee) * (1 + params.jitter * exp1)
+
+/**
+ * Unloaded time to store one batch of `payloadBytes` made of `records` records:
+ * object upload + manifest upload + verify.
+ *
+ * @since 0.1.0
+ */
+export const batchServiceMillis = (params: StoreParams, payloadBytes: number, records: number): number =>
+  unloadedMillis(params, payloadBytes + 4 * records) + unloadedMillis(params, MANIFEST_BYTES) + unloadedMillis(params, 0)
+
+/**
+ * The oracle: payload bytes per second the store can take for batches of
+ * `payloadBytes` / `records`, at in-flight = knee (or `throttleAbove` when that is
+ * lower), and at most `rateLimit × payloadBytes`.
+ *
+ * @since 0.1.0
+ */
+export const capacityBytesPerSecond = (params: StoreParams, payloadBytes: number, records: number): number => {
+  const slots = params.throttleAbove === null ? params.knee : Math.max(1, Math.min(params.knee, params.throttleAbove))
+  const byLatency = (slots * payloadBytes * 1000) / batchServiceMillis(params, payloadBytes, records)
+  return params.rateLimit === null ? byLatency : Math.min(byLatency, params.rateLimit * payloadBytes)
+}
+
+/**
+ * Counters of a store since it was made.
+ *
+ * @since 0.1.0
+ */
+export interface StoreCounters {
+  requests: number
+  throttled: number
+  errors: number
+  rateLimited: number
+  inflight: number
+  maxInflight: number
+}
+
+/**
+ * A simulated store shared by one or more pipelines.
+ *
+ * @since 0.1.0
+ */
+export interface SimStore {
+  readonly params: () => StoreParams
+  /** Changes parameters from now on (requests in flight keep their latency). */
+  readonly update: (change: Partial<StoreParams>) => void
+  /** The `Sink` of pipeline instance `instance`. */
+  readonly sink: (instance: number) => Sink.Sink
+  /** Every request, in start order. */
+  readonly requests: ReadonlyArray<RequestRecord>
+  readonly counters: Readonly<StoreCounters>
+  /** Successful object uploads completed since the last call: latency (ms) and bytes. */
+  readonly drainLatencies: () => Array<{ readonly millis: number; readonly bytes: number }>
+  /** Verified offset ranges per `source/partition`: `[first, last]` pairs. */
+  readonly verified: ReadonlyMap<string, ReadonlyArray<readonly [number, number]>>
+}
+
+interface StoredObject {
+  readonly source: string
+  readonly partition: number
+  readonly firstOffset: number
+  readonly lastOffset: number
+  readonly objectBytes: number
+}
+
+/**
+ * Builds a store with `params`, drawing jitter and faults from `seed`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Store } from "@sluice/testkit"
+ *
+ * const store = Store.make({ ...Store.defaultParams, knee: 16, throttleAbove: 32, throttleProbability: 0.5 }, 7)
+ * const sink = store.sink(0) // pass to Pipeline.start({ sink, ... })
+ * store.update({ baseLatencyMillis: 80 }) // a 10x slowdown from now on
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make = (initial: StoreParams, seed: number): SimStore => {
+  let params = initial
+  const rng = Rng.make(seed)
+  const requests: Array<RequestRecord> = []
+  const counters: StoreCounters = { requests: 0, throttled: 0, errors: 0, rateLimited: 0, inflight: 0, maxInflight: 0 }
+  let latencies: Array<{ readonly millis: number; readonly bytes: number }> = []
+  const objects = new Map<string, StoredObject>()
+  const verified = new Map<string, Array<readonly [number, number]>>()
+  let tokens = initial.rateLimit ?? 0
+  let tokensAt = 0
+
+  const takeToken = (now: number): number | undefined => {
+    const limit = params.rateLimit
+    if (limit === null) return undefined
+    tokens = Math.min(limit, tokens + ((now - tokensAt) * limit) / 1000)
+    tokensAt = now
+    if (tokens >= 1) {
+      tokens -= 1
+      return undefined
+    }
+    // Whole seconds until a token is back, at least one (HTTP Retry-After).
+    return Math.max(1000, Math.ceil(((1 - tokens) * 1000) / limit / 1000) * 1000)
+  }
+
+  const request = <A>(
+    instance: number,
+    operation: Operation,
+    bytes: number,
+    onSuccess: () => A
+  ): Effect.Effect<A, Failure.SinkFailure> =>
+    Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
+      counters.requests++
+      counters.inflight++
+      if (counters.inflight > counters.maxInflight) counters.maxInflight = counters.inflight
+      const inflight = counters.inflight
+      // Fixed draw order per request: throttle, error, jitter.
+      const uThrottle = rng.uniform()
+      const uError = rng.uniform()
+      const exp1 = rng.exponential()
+      let outcome: Outcome = "ok"
+      let retryAfterMillis: number | undefined
+      if (operation === "putObject") {
+        retryAfterMillis = takeToken(startedAt)
+        if (retryAfterMillis !== undefined) outcome = "TooManyRequests"
+      }
+      if (outcome === "ok" && params.throttleAbove !== null && inflight > params.throttleAbove && uThrottle < params.throttleProbability) {
+        outcome = "SlowDown"
+      }
+      if (outcome === "ok" && uError < params.errorRate) outcome = "InternalError"
+      const millis = outcome === "ok"
+        ? serviceMillis(params, bytes, inflight, exp1)
+        : params.baseLatencyMillis * (1 + params.jitter * exp1)
+      return Effect.sleep(millis).pipe(
+        Effect.onExit(() =>
+          Effect.sync(() => {
+            counters.inflight--
+          })
+        ),
+        Effect.andThen(Effect.suspend(() => {
+          const endedAt = startedAt + millis
+          requests.push({ instance, operation, startedAt, endedAt, bytes, inflightAtStart: inflight, outcome })
+          if (outcome === "ok") {
+            if (operation === "putObject") latencies.push({ millis, bytes })
+            return Effect.succeed(onSuccess())
+          }
+          if (outcome === "TooManyRequests") counters.rateLimited++
+          else if (outcome === "SlowDown") counters.throttled++
+          else counters.errors++
+          return Effect.fail(failureOf(operation, outcome, retryAfterMillis))
+        }))
+      )
+    })
+
+  const sink = (instance: number): Sink.Sink => ({
+    name: `sim-store#${instance}`,
+    putObject: (batch) => {
+      const objectBytes = Batch.bodyBytes(batch)
+      return request(instance, "putObject", objectBytes, () => {
+        objects.set(batch.key, {
+          source: batch.source,
+          partition: batch.partition,
+          firstOffset: batch.firstOffset,
+          lastOffset: batch.lastOffset,
+          objectBytes
+        })
+        return { key: batch.key, objectBytes, checksum: { algorithm: "SIM", value: `${batch.key}:${objectBytes}` } }
+      })
+    },
+    putManifest: () => Effect.asVoid(request(instance, "putManifest", MANIFEST_BYTES, () => undefined)),
+    verify: (receipt) =>
+      Effect.flatMap(request(instance, "verify", 0, () => objects.get(receipt.key)), (stored) => {
+        if (stored === undefined) {
+          return Effect.fail(
+            new Failure.VerificationFailed({ key: receipt.key, reason: "Missing", expected: receipt.checksum.value, actual: "" })
+          )
+        }
+        const id = `${stored.source}/${stored.partition}`
+        let ranges = verified.get(id)
+        if (ranges === undefined) {
+          ranges = []
+          verified.set(id, ranges)
+        }
+        ranges.push([stored.firstOffset, stored.lastOffset])
+        return Effect.succeed({ key: receipt.key, objectBytes: stored.objectBytes, checksum: receipt.checksum })
+      })
+  })
+
+  return {
+    params: () => params,
+    update: (change) => {
+      params = { ...params, ...change }
+      if (change.rateLimit !== undefined && change.rateLimit !== null) tokens = Math.min(tokens, change.rateLimit)
+    },
+    sink,
+    requests,
+    counters,
+    drainLatencies: () => {
+      const out = latencies
+      latencies = []
+      return out
+    },
+    verified
+  }
+}
+
+const stageOf = (operation: Operation): Failure.Stage =>
+  operation === "putObject" ? "object_upload" : operation === "putManifest" ? "manifest_upload" : "verify"
+
+const failureOf = (operation: Operation, outcome: Outcome, retryAfterMillis: number | undefined): Failure.SinkFailure => {
+  const stage = stageOf(operation)
+  switch (outcome) {
+    case "TooManyRequests":
+      return new Failure.SinkFailure({
+        failureClass: "Throttled",
+        code: "TooManyRequests",
+        status: 429,
+        stage,
+        retryAfterMillis,
+        message: "Too Many Requests"
+      })
+    case "SlowDown":
+      return operation === "verify"
+        ? new Failure.SinkFailure({ failureClass: "Transient", code: "Unknown", status: 503, stage, retryAfterMillis: undefined, message: "503 on HEAD (no body)" })
+        : new Failure.SinkFailure({
+          failureClass: "Throttled",
+          code: "SlowDown",
+          status: 503,
+          stage,
+          retryAfterMillis: undefined,
+          message: "Please reduce your request rate."
+        })
+    default:
+      return new Failure.SinkFailure({
+        failureClass: "Transient",
+        code: "InternalError",
+        status: 500,
+        stage,
+        retryAfterMillis: undefined,
+        message: "We encountered an internal error. Please try again."
+      })
+  }
+}

@@ -1,0 +1,236 @@
+/**
+ * The summary of a run: the metrics scenarios bound, computed purely from the
+ * trace and the simulator's ground truth.
+ *
+ * | metric | definition |
+ * |---|---|
+ * | `goodputRatio` | payload bytes verified ÷ Σ over samples of min(inflow, oracle capacity) × sample period; the oracle is the store's throughput at in-flight = knee for the configured batch size (≤ `rateLimit` × batch bytes), recomputed whenever an event changes the world |
+ * | `latencyInflation` | time-weighted mean over samples of (object-upload p95 ÷ unloaded latency for the sample's mean object size); a sample without completions holds the previous value |
+ * | `throttleRate` | throttled requests (503 SlowDown + 429) ÷ all requests, at the store |
+ * | `floorViolations` | samples where some instance's concurrency or batch target bytes was below the declared floor |
+ * | `recoverySeconds` | after the last event that ends a degradation (store worse than at start), seconds until goodput over a 1-second window is ≥ 90 % of the oracle over that window; `null` if it never is, or nothing was degraded |
+ * | `maxInflightBytes` | highest bytes held by one instance (open + sealed + uploading) |
+ * | `lostRecords` | records deleted by retention before being read (found or not yet found) |
+ * | `committedNotVerified` | committed records not covered by a verified object or a reported retention gap (must be 0) |
+ * | `fairness` | Jain's index over instances' verified bytes: (Σx)² ÷ (n·Σx²); 1 for one instance |
+ * | `wallMillis` | wall time of the run |
+ *
+ * @since 0.1.0
+ */
+import type { Bound, MetricName } from "./Scenario.ts"
+import type { StoreParams } from "./Store.ts"
+import * as Store from "./Store.ts"
+import type { TraceRow } from "./Trace.ts"
+
+/**
+ * A run's summary.
+ *
+ * @since 0.1.0
+ */
+export interface Summary {
+  readonly scenario: string
+  readonly policy: string
+  readonly seed: number
+  readonly durationSeconds: number
+  readonly instances: number
+  readonly goodputRatio: number
+  readonly latencyInflation: number
+  readonly throttleRate: number
+  readonly floorViolations: number
+  readonly recoverySeconds: number | null
+  readonly maxInflightBytes: number
+  readonly lostRecords: number
+  readonly committedNotVerified: number
+  readonly fairness: number
+  readonly bytesVerified: number
+  readonly requests: number
+  /** A pipeline failure (e.g. `BatchFailed`), if one stopped an instance. */
+  readonly failure: string | null
+  readonly wallMillis: number
+}
+
+/**
+ * A world phase: store parameters in force from `at` (ms).
+ *
+ * @since 0.1.0
+ */
+export interface Phase {
+  readonly at: number
+  readonly params: StoreParams
+}
+
+/**
+ * Whether `params` are worse than `base` for an uploader (lower capacity, more
+ * errors or throttling).
+ *
+ * @since 0.1.0
+ */
+export const isDegraded = (params: StoreParams, base: StoreParams, batchBytes: number, batchRecords: number): boolean =>
+  Store.capacityBytesPerSecond(params, batchBytes, batchRecords) < Store.capacityBytesPerSecond(base, batchBytes, batchRecords) * 0.999 ||
+  params.errorRate > base.errorRate ||
+  (params.throttleAbove ?? Infinity) < (base.throttleAbove ?? Infinity) ||
+  (params.throttleAbove !== null && params.throttleProbability > base.throttleProbability) ||
+  (params.rateLimit ?? Infinity) < (base.rateLimit ?? Infinity)
+
+/**
+ * The time (ms) of the last event that ends a degradation, if any.
+ *
+ * @since 0.1.0
+ */
+export const lastRevert = (phases: ReadonlyArray<Phase>, batchBytes: number, batchRecords: number): number | null => {
+  const base = phases[0]
+  if (base === undefined) return null
+  let revert: number | null = null
+  for (let i = 1; i < phases.length; i++) {
+    const before = phases[i - 1] as Phase
+    const now = phases[i] as Phase
+    if (
+      isDegraded(before.params, base.params, batchBytes, batchRecords) &&
+      !isDegraded(now.params, base.params, batchBytes, batchRecords)
+    ) revert = now.at
+  }
+  return revert
+}
+
+/**
+ * Seconds from `revertAt` until goodput over a 1-second window reaches 90 % of the
+ * oracle over that window; `null` if never.
+ *
+ * @since 0.1.0
+ */
+export const recoverySeconds = (rows: ReadonlyArray<TraceRow>, sampleMillis: number, revertAt: number | null): number | null => {
+  if (revertAt === null) return null
+  const window = Math.max(1, Math.round(1000 / sampleMillis))
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i] as TraceRow
+    if (row.t < revertAt + window * sampleMillis) continue
+    let good = 0
+    let oracle = 0
+    for (let j = i - window + 1; j <= i; j++) {
+      const r = rows[j] as TraceRow
+      good += r.goodputBytesPerSecond
+      oracle += r.oracleBytesPerSecond
+    }
+    if (good >= 0.9 * oracle) return (row.t - revertAt) / 1000
+  }
+  return null
+}
+
+/**
+ * Jain's fairness index of `xs`: 1 when all equal, 1/n when one takes all.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Summary } from "@sluice/testkit"
+ *
+ * Summary.jain([1, 1, 1]) // 1
+ * Summary.jain([3, 0, 0]) // 0.333…
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const jain = (xs: ReadonlyArray<number>): number => {
+  let sum = 0
+  let squares = 0
+  for (const x of xs) {
+    sum += x
+    squares += x * x
+  }
+  return squares === 0 ? 1 : (sum * sum) / (xs.length * squares)
+}
+
+/**
+ * Time-weighted latency inflation over the trace (holding the last value over
+ * samples without completions).
+ *
+ * @since 0.1.0
+ */
+export const latencyInflation = (rows: ReadonlyArray<TraceRow>): number => {
+  let last: number | null = null
+  let sum = 0
+  let n = 0
+  for (const row of rows) {
+    if (row.latencyInflation !== null) last = row.latencyInflation
+    if (last !== null) {
+      sum += last
+      n++
+    }
+  }
+  return n === 0 ? 1 : sum / n
+}
+
+/**
+ * Goodput ratio: bytes verified ÷ Σ oracle × sample period.
+ *
+ * @since 0.1.0
+ */
+export const goodputRatio = (rows: ReadonlyArray<TraceRow>, sampleMillis: number, bytesVerified: number): number => {
+  let oracleBytes = 0
+  for (const row of rows) oracleBytes += (row.oracleBytesPerSecond * sampleMillis) / 1000
+  return oracleBytes === 0 ? 1 : bytesVerified / oracleBytes
+}
+
+/**
+ * Counts records in `[0, end)` not covered by any `[first, last]` interval.
+ *
+ * @since 0.1.0
+ */
+export const uncovered = (end: number, intervals: ReadonlyArray<readonly [number, number]>): number => {
+  const sorted = [...intervals].sort((a, b) => a[0] - b[0])
+  let covered = 0
+  let missing = 0
+  for (const [first, last] of sorted) {
+    if (covered >= end) break
+    if (first > covered) missing += Math.min(first, end) - covered
+    covered = Math.max(covered, last + 1)
+  }
+  if (covered < end) missing += end - covered
+  return missing
+}
+
+/**
+ * A failed bound.
+ *
+ * @since 0.1.0
+ */
+export interface BoundFailure {
+  readonly metric: MetricName
+  readonly bound: Bound
+  readonly actual: number | null
+}
+
+/**
+ * Checks a summary against a scenario's `expect` bounds; returns the failures.
+ *
+ * @since 0.1.0
+ */
+export const check = (
+  summary: Summary,
+  expect: { readonly [K in MetricName]?: Bound }
+): Array<BoundFailure> => {
+  const failures: Array<BoundFailure> = []
+  for (const [metric, bound] of Object.entries(expect) as Array<[MetricName, Bound | undefined]>) {
+    if (bound === undefined) continue
+    const actual = summary[metric]
+    const ok = actual !== null && Number.isFinite(actual) &&
+      (bound.min === undefined || actual >= bound.min) &&
+      (bound.max === undefined || actual <= bound.max)
+    if (!ok) failures.push({ metric, bound, actual })
+  }
+  return failures
+}
+
+/**
+ * Renders a failed bound: `goodputRatio = 0.41, expected ≥ 0.9`.
+ *
+ * @since 0.1.0
+ */
+export const describeFailure = (f: BoundFailure): string => {
+  const parts: Array<string> = []
+  if (f.bound.min !== undefined) parts.push(`>= ${f.bound.min}`)
+  if (f.bound.max !== undefined) parts.push(`<= ${f.bound.max}`)
+  return `${f.metric} = ${f.actual === null ? "null" : round(f.actual)}, expected ${parts.join(" and ")}`
+}
+
+const round = (x: number): number => Math.round(x * 1000) / 1000

@@ -1,0 +1,104 @@
+/**
+ * Traces: the time series a simulation run records, one row every sample
+ * period (100 virtual ms), and its CSV form (byte-identical for a seed).
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * One sample. Over several instances, counts and bytes are summed; `batchTargetBytes`
+ * is instance 0's; `readGatePaused` counts paused instances.
+ *
+ * @since 0.1.0
+ */
+export interface TraceRow {
+  /** End of the sample window, virtual ms. */
+  readonly t: number
+  readonly concurrency: number
+  readonly inflightBatches: number
+  readonly inflightBytes: number
+  /** Payload bytes verified in the window, per second. */
+  readonly goodputBytesPerSecond: number
+  /** min(inflow, store capacity) in force in the window, bytes per second. */
+  readonly oracleBytesPerSecond: number
+  /** Object-upload latency percentiles of requests completed in the window; `null` if none. */
+  readonly p50Millis: number | null
+  readonly p95Millis: number | null
+  /** p95 ÷ unloaded latency for the window's mean object size; `null` if none. */
+  readonly latencyInflation: number | null
+  readonly requests: number
+  /** Throttled requests in the window (503 SlowDown + 429). */
+  readonly throttles: number
+  readonly batchTargetBytes: number
+  readonly readGatePaused: number
+  readonly lagRecords: number
+}
+
+/**
+ * A run's trace.
+ *
+ * @since 0.1.0
+ */
+export interface Trace {
+  readonly sampleMillis: number
+  readonly rows: ReadonlyArray<TraceRow>
+  /** Times (ms) of the scenario's events, with a short label. */
+  readonly events: ReadonlyArray<{ readonly at: number; readonly label: string }>
+}
+
+/**
+ * The CSV columns, in order.
+ *
+ * @since 0.1.0
+ */
+export const columns: ReadonlyArray<keyof TraceRow> = [
+  "t",
+  "concurrency",
+  "inflightBatches",
+  "inflightBytes",
+  "goodputBytesPerSecond",
+  "oracleBytesPerSecond",
+  "p50Millis",
+  "p95Millis",
+  "latencyInflation",
+  "requests",
+  "throttles",
+  "batchTargetBytes",
+  "readGatePaused",
+  "lagRecords"
+]
+
+const cell = (v: number | null): string =>
+  v === null ? "" : Number.isInteger(v) ? String(v) : v.toFixed(3)
+
+/**
+ * Renders a trace as CSV (header + one line per row; fixed number formatting, so
+ * equal traces give equal bytes).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Trace } from "@sluice/testkit"
+ * declare const trace: Trace.Trace
+ * const csv: string = Trace.toCsv(trace)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const toCsv = (trace: Trace): string => {
+  const lines = [columns.join(",")]
+  for (const row of trace.rows) lines.push(columns.map((c) => cell(row[c])).join(","))
+  return lines.join("\n") + "\n"
+}
+
+/**
+ * The `q` quantile (0..1) of `values` (nearest rank); `null` when empty.
+ *
+ * @since 0.1.0
+ */
+export const quantile = (values: ReadonlyArray<number>, q: number): number | null => {
+  if (values.length === 0) return null
+  const sorted = [...values].sort((a, b) => a - b)
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))
+  return sorted[rank] ?? null
+}

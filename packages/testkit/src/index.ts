@@ -1,0 +1,14 @@
+/**
+ * `@sluice/testkit`: the virtual-clock simulator (store, source), scenario files,
+ * the runner with its trace and summary, assertions, the policy conformance
+ * suite and plots.
+ *
+ * @since 0.1.0
+ */
+export * as Rng from "./Rng.ts"
+export * as Scenario from "./Scenario.ts"
+export * as SimSource from "./SimSource.ts"
+export * as Store from "./Store.ts"
+export * as Runner from "./Runner.ts"
+export * as Summary from "./Summary.ts"
+export * as Trace from "./Trace.ts"
