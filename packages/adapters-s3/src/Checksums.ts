@@ -1,0 +1,117 @@
+/**
+ * Local checksums, computed exactly as S3 reports them, so a receipt can be
+ * compared with what the store says it holds.
+ *
+ * CRC-64/NVME and CRC-32C come from the AWS SDK's own implementations
+ * (`@aws-sdk/checksums/crc`); SHA-256 from `node:crypto`.
+ *
+ * @since 0.1.0
+ */
+import { createHash } from "node:crypto"
+import { Crc32c, Crc64Nvme } from "@aws-sdk/checksums/crc"
+import type { ChecksumAlgorithm } from "./S3Config.ts"
+
+/**
+ * How S3 reports the checksum of a stored object.
+ *
+ * - `FULL_OBJECT`: the algorithm over the whole body (single PUT, and CRC
+ *   multipart uploads created with `ChecksumType: FULL_OBJECT`).
+ * - `COMPOSITE`: `base64(alg(concat(part digests)))-<parts>` (SHA-256
+ *   multipart uploads).
+ *
+ * @since 0.1.0
+ */
+export type ChecksumType = "FULL_OBJECT" | "COMPOSITE"
+
+/**
+ * The checksum type a multipart upload uses for `algorithm`.
+ *
+ * @since 0.1.0
+ */
+export const multipartType = (algorithm: ChecksumAlgorithm): ChecksumType =>
+  algorithm === "SHA256" ? "COMPOSITE" : "FULL_OBJECT"
+
+/**
+ * The raw digest of `data` with `algorithm`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Checksums } from "@sluice/adapter-s3"
+ *
+ * const raw: Uint8Array = await Checksums.digest("CRC64NVME", new Uint8Array([1, 2, 3]))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const digest = async (algorithm: ChecksumAlgorithm, data: Uint8Array): Promise<Uint8Array> => {
+  switch (algorithm) {
+    case "SHA256":
+      return createHash("sha256").update(data).digest()
+    case "CRC32C": {
+      const c = new Crc32c()
+      c.update(data)
+      return c.digest()
+    }
+    case "CRC64NVME": {
+      const c = new Crc64Nvme()
+      c.update(data)
+      return c.digest()
+    }
+  }
+}
+
+/**
+ * Base64 text of a digest, as S3 prints it in `x-amz-checksum-*` headers.
+ *
+ * @since 0.1.0
+ */
+export const toBase64 = (raw: Uint8Array): string => Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString("base64")
+
+/**
+ * The part boundaries of a multipart upload of `size` bytes.
+ *
+ * @since 0.1.0
+ */
+export const partRanges = (size: number, partSize: number): ReadonlyArray<{ readonly start: number; readonly end: number }> => {
+  const out: Array<{ start: number; end: number }> = []
+  for (let start = 0; start < size; start += partSize) out.push({ start, end: Math.min(size, start + partSize) })
+  if (out.length === 0) out.push({ start: 0, end: 0 })
+  return out
+}
+
+/**
+ * The checksum S3 reports for `body` stored with `algorithm`: the whole-body
+ * value for a single PUT (`partSize` undefined) or a `FULL_OBJECT` multipart
+ * upload, the `COMPOSITE` value otherwise.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Checksums } from "@sluice/adapter-s3"
+ *
+ * const body = new Uint8Array(12 * 1024 * 1024)
+ * const single = await Checksums.objectChecksum("CRC64NVME", body, undefined)
+ * const multi = await Checksums.objectChecksum("SHA256", body, 5 * 1024 * 1024) // "…-3"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const objectChecksum = async (
+  algorithm: ChecksumAlgorithm,
+  body: Uint8Array,
+  partSize: number | undefined
+): Promise<string> => {
+  if (partSize === undefined || multipartType(algorithm) === "FULL_OBJECT") return toBase64(await digest(algorithm, body))
+  const parts = partRanges(body.byteLength, partSize)
+  const digests = await Promise.all(parts.map((r) => digest(algorithm, body.subarray(r.start, r.end))))
+  return compositeOf(algorithm, digests)
+}
+
+/**
+ * S3's composite checksum of a multipart upload from its part digests.
+ *
+ * @since 0.1.0
+ */
+export const compositeOf = async (algorithm: ChecksumAlgorithm, partDigests: ReadonlyArray<Uint8Array>): Promise<string> =>
+  `${toBase64(await digest(algorithm, Buffer.concat(partDigests)))}-${partDigests.length}`

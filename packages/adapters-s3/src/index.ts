@@ -1,0 +1,11 @@
+/**
+ * `@sluice/adapter-s3`: a Sluice sink on the AWS SDK v3 that sends an additional
+ * checksum with every upload, proves every object by HEAD before any commit, and
+ * surfaces every throttle to the policies.
+ *
+ * @since 0.1.0
+ */
+export * as Checksums from "./Checksums.ts"
+export * as S3Config from "./S3Config.ts"
+export * as S3Errors from "./S3Errors.ts"
+export * as S3Sink from "./S3Sink.ts"
