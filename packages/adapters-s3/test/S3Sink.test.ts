@@ -93,7 +93,7 @@ describe("S3Sink against the real server", () => {
   it("a failed part aborts the multipart upload (no orphans)", async () => {
     const bucket = await Env.newBucket("abort")
     const proxy = await FaultProxy.start(Env.env().endpoint, [
-      { method: "PUT", path: /partNumber=2\b/, fault: FaultProxy.internalError }
+      { method: "PUT", query: /partNumber=2\b/, fault: FaultProxy.internalError }
     ])
     try {
       const error = await run(Effect.gen(function*() {
@@ -115,7 +115,7 @@ describe("S3Sink against the real server", () => {
   it("a reset on complete also aborts", async () => {
     const bucket = await Env.newBucket("abort-complete")
     const proxy = await FaultProxy.start(Env.env().endpoint, [
-      { method: "POST", path: /uploadId=/, fault: FaultProxy.reset }
+      { method: "POST", query: /uploadId=/, fault: FaultProxy.reset }
     ])
     try {
       const error = await run(Effect.gen(function*() {

@@ -28,8 +28,10 @@ export type Fault =
 export interface Rule {
   /** HTTP method, e.g. `"PUT"` or `"HEAD"` (any when absent). */
   readonly method?: string | undefined
-  /** Tested against the request path and query, e.g. `/partNumber=2/`. */
+  /** Tested against the decoded path without the query, e.g. `/\.rec$/`. */
   readonly path?: RegExp | undefined
+  /** Tested against the query string, e.g. `/partNumber=2\b/`. */
+  readonly query?: RegExp | undefined
   /** Let this many matching requests through first (default 0). */
   readonly skip?: number | undefined
   /** Apply to this many matching requests, then stop (default: forever). */
@@ -121,10 +123,14 @@ export const start = async (target: string, rules: ReadonlyArray<Rule> = []): Pr
   setRules(rules)
   const hits: Array<Hit> = []
 
-  const pick = (method: string, path: string): Fault | undefined => {
+  const pick = (method: string, url: string): Fault | undefined => {
+    const at = url.indexOf("?")
+    const path = decodeURIComponent(at < 0 ? url : url.slice(0, at))
+    const query = at < 0 ? "" : url.slice(at + 1)
     for (const r of active) {
       if (r.rule.method !== undefined && r.rule.method !== method) continue
       if (r.rule.path !== undefined && !r.rule.path.test(path)) continue
+      if (r.rule.query !== undefined && !r.rule.query.test(query)) continue
       r.seen++
       if (r.seen <= (r.rule.skip ?? 0)) continue
       if (r.applied >= (r.rule.times ?? Infinity)) continue
