@@ -1,0 +1,174 @@
+/**
+ * Composition: the default policy set, and composition strings
+ * (`sluice-sim --policy aimd+throttle`) parsed into layers.
+ *
+ * @since 0.1.0
+ */
+import { Fixed } from "@sluice/core"
+import type { Config, Knob, SignalBus } from "@sluice/core"
+import { Effect, Layer, Result, Schema } from "effect"
+import * as Aimd from "./aimd/Aimd.ts"
+import * as AdaptiveBatch from "./batch/AdaptiveBatch.ts"
+import * as Gradient2 from "./gradient2/Gradient2.ts"
+import * as SharedPressure from "./shared/SharedPressure.ts"
+import * as Throttle from "./throttle/Throttle.ts"
+import * as Vegas from "./vegas/Vegas.ts"
+
+/**
+ * A composed set of policies, ready for `Pipeline.start({ policies })`.
+ *
+ * @since 0.1.0
+ */
+export type Policies<E = Config.ConfigError> = Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
+
+/**
+ * Config of {@link defaults}: one optional (plain data) config per policy.
+ *
+ * @since 0.1.0
+ */
+export interface DefaultsConfig {
+  readonly aimd?: unknown
+  readonly throttle?: unknown
+  readonly shared?: unknown
+  readonly batch?: unknown
+}
+
+/**
+ * The default policies: AIMD + throttle classifier + shared pressure + adaptive
+ * batch.
+ *
+ * **When to use**
+ *
+ * Unless you know better: this is what `default` means in `sluice-sim`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Composition } from "@sluice/policies"
+ *
+ * const policies = Composition.defaults({ aimd: { ceiling: 64 } })
+ * // Pipeline.start({ source, sink, policies })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const defaults = (config: DefaultsConfig = {}): Policies =>
+  Layer.mergeAll(
+    Aimd.layer(config.aimd ?? {}),
+    Throttle.layer(config.throttle ?? {}),
+    SharedPressure.layer(config.shared ?? {}),
+    AdaptiveBatch.layer(config.batch ?? {})
+  )
+
+/**
+ * The names a composition string may use.
+ *
+ * @since 0.1.0
+ */
+export const names = ["default", "fixed", "aimd", "throttle", "shared", "batch", "gradient2", "vegas"] as const
+
+/**
+ * @since 0.1.0
+ */
+export type PolicyName = (typeof names)[number]
+
+/**
+ * A composition string named a policy that does not exist (or `fixed` without
+ * a valid `:N`).
+ *
+ * @since 0.1.0
+ */
+export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownPolicy", {
+  spec: Schema.String,
+  name: Schema.String,
+  message: Schema.String
+}) {}
+
+const one = (spec: string, part: string): Result.Result<Policies, UnknownPolicy> => {
+  const fixed = /^fixed:(\d+)$/.exec(part)
+  if (fixed !== null) {
+    const n = Number(fixed[1])
+    return n >= 1
+      ? Result.succeed(Fixed.layer({ concurrency: n }))
+      : Result.fail(new UnknownPolicy({ spec, name: part, message: `${part}: fixed concurrency must be ≥ 1` }))
+  }
+  switch (part) {
+    case "default":
+      return Result.succeed(defaults())
+    case "aimd":
+      return Result.succeed(Aimd.layer())
+    case "throttle":
+      return Result.succeed(Throttle.layer())
+    case "shared":
+      return Result.succeed(SharedPressure.layer())
+    case "batch":
+      return Result.succeed(AdaptiveBatch.layer())
+    case "gradient2":
+      return Result.succeed(Gradient2.layer())
+    case "vegas":
+      return Result.succeed(Vegas.layer())
+    default:
+      return Result.fail(
+        new UnknownPolicy({
+          spec,
+          name: part,
+          message: `unknown policy "${part}" in "${spec}"; expected ${names.join(", ")} (fixed as fixed:N), joined with "+"`
+        })
+      )
+  }
+}
+
+/**
+ * Parses a composition string synchronously.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Composition } from "@sluice/policies"
+ * import { Result } from "effect"
+ *
+ * const r = Composition.parseResult("aimd+throttle")
+ * Result.isSuccess(r) // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const parseResult = (spec: string): Result.Result<Policies, UnknownPolicy> => {
+  const parts = spec.split("+").map((p) => p.trim().toLowerCase())
+  const layers: Array<Policies> = []
+  for (const part of parts) {
+    const r = one(spec, part)
+    if (Result.isFailure(r)) return Result.fail(r.failure)
+    layers.push(r.success)
+  }
+  const [first, ...rest] = layers
+  if (first === undefined) {
+    return Result.fail(new UnknownPolicy({ spec, name: "", message: "empty policy spec" }))
+  }
+  return Result.succeed(rest.length === 0 ? first : Layer.mergeAll(first, ...rest))
+}
+
+/**
+ * Parses a composition string — `fixed:N`, `aimd`, `throttle`, `shared`,
+ * `batch`, `gradient2`, `vegas` joined with `+`, or `default` — into the
+ * policies' layer, each with its default config.
+ *
+ * **Details**
+ *
+ * An unknown name fails the layer with {@link UnknownPolicy} when it is built
+ * (use {@link parseResult} to validate up front).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Composition } from "@sluice/policies"
+ *
+ * const policies = Composition.parse("aimd+throttle+shared")
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const parse = (spec: string): Policies<Config.ConfigError | UnknownPolicy> => {
+  const r = parseResult(spec)
+  return Result.isSuccess(r) ? r.success : Layer.effectDiscard(Effect.fail(r.failure))
+}

@@ -1,0 +1,239 @@
+/**
+ * AIMD: additive-increase / multiplicative-decrease of upload concurrency.
+ *
+ * - **Increase** by `step` per round (`step / limit` per sample, TCP-style) while
+ *   latency is flat **and** the limit is used (`inflightAtStart ≥ limit / 2`), so
+ *   an idle limit never inflates.
+ * - **Decrease** ×`beta` when latency climbs or on a `Throttled` failure, at most
+ *   once per round: samples of requests that began before the last cut are not
+ *   allowed to cut again (they measured the old limit).
+ *
+ * **Latency climb** — EWMA + k·deviation over a no-load baseline (Vector ARC
+ * style). Latency is size-normalised (`latency / (1 + bytes / referenceBytes)`,
+ * see README) so that bigger batches do not read as congestion. It climbs when
+ *
+ * ```
+ * ewma > baseline · (1 + tolerance) + deviations · ewmaDeviation
+ * ```
+ *
+ * **The baseline does not ratchet.** It is the minimum normalised latency seen;
+ * between probes it can only go *down*. Only a probe (pinned low, samples from
+ * before the probe epoch discarded) may raise it, replacing it with the minimum
+ * measured at probe concurrency. So load can never drag the baseline up — the
+ * failure Envoy and Netflix users hit with a moving-average "no-load" RTT.
+ *
+ * Modes: `steady` (flat, growing when used), `backoff` (cut since the last flat
+ * sample), `probing` (pinned by the probe; see `Probe`).
+ *
+ * @since 0.1.0
+ */
+import { Failure, Policy } from "@sluice/core"
+import type { Config, Knob, SignalBus } from "@sluice/core"
+import { Effect, Schema } from "effect"
+import type { Layer } from "effect"
+import * as Fields from "../internal/Fields.ts"
+import * as Latency from "../internal/Latency.ts"
+import * as Probe from "../probe/Probe.ts"
+
+/**
+ * AIMD's config. Defaults and valid ranges:
+ *
+ * | field | default | range | meaning |
+ * |---|---|---|---|
+ * | `initial` | 8 | floor – ceiling | starting limit |
+ * | `floor` | 1 | ≥ 1 | never below (still makes progress) |
+ * | `ceiling` | 256 | ≥ floor | never above |
+ * | `step` | 1 | > 0 – 100 | additive increase per round |
+ * | `beta` | 0.9 | 0.1 – 0.99 | multiplicative decrease |
+ * | `tolerance` | 0.25 | 0 – 10 | latency allowed above baseline, as a fraction |
+ * | `deviations` | 2 | 0 – 10 | k in EWMA + k·deviation |
+ * | `smoothing` | 0.2 | 0.01 – 1 | EWMA weight of a new sample |
+ * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation (see module doc) |
+ * | `stage` | object_upload | a Stage | which samples measure latency |
+ * | `probe` | see `Probe.ProbeConfig` | | the forced probe |
+ *
+ * @since 0.1.0
+ */
+export const AimdConfig = Schema.Struct({
+  initial: Fields.int(8, 1),
+  floor: Fields.int(1, 1),
+  ceiling: Fields.int(256, 1),
+  step: Fields.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  beta: Fields.number(0.9, { minimum: 0.1, maximum: 0.99 }),
+  tolerance: Fields.number(0.25, { minimum: 0, maximum: 10 }),
+  deviations: Fields.number(2, { minimum: 0, maximum: 10 }),
+  smoothing: Fields.number(0.2, { minimum: 0.01, maximum: 1 }),
+  referenceBytes: Fields.bytes("1 MiB"),
+  stage: Failure.Stage.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Failure.Stage>("object_upload"))),
+  probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
+}).check(
+  Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
+  Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
+  Fields.ordered("floor", "initial", (c) => [c.floor, c.initial])
+)
+
+/**
+ * @since 0.1.0
+ */
+export type AimdConfig = typeof AimdConfig.Type
+
+/**
+ * AIMD's modes.
+ *
+ * @since 0.1.0
+ */
+export type AimdMode = "steady" | "backoff" | "probing"
+
+/**
+ * AIMD's state (plain data).
+ *
+ * @since 0.1.0
+ */
+export interface AimdState {
+  readonly config: AimdConfig
+  readonly mode: AimdMode
+  /** The limit (fractional; proposed floored). */
+  readonly limit: number
+  /** The limit at the last flat sample: what a forced probe restores. */
+  readonly lastGood: number
+  /** Minimum normalised latency; rises only through a probe. */
+  readonly baseline: number
+  readonly latency: Latency.Ewma
+  /** When the last decrease happened. */
+  readonly lastCutAt: number
+  readonly probe: Probe.ProbeState
+  /** The value last proposed. */
+  readonly proposed: number
+}
+
+const clamp = (c: AimdConfig, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
+
+const withLimit = (s: AimdState, next: AimdState): Policy.Step<AimdState> => {
+  const value = next.mode === "probing" ? Probe.level(s.config.probe, s.config.floor) : Math.floor(next.limit)
+  return value === s.proposed
+    ? { state: next }
+    : { state: { ...next, proposed: value }, proposal: { concurrency: value } }
+}
+
+const cut = (s: AimdState, now: number): AimdState =>
+  s.mode === "probing"
+    ? { ...s, probe: { ...s.probe, saved: clamp(s.config, s.probe.saved * s.config.beta) }, lastCutAt: now }
+    : { ...s, mode: "backoff", limit: clamp(s.config, s.limit * s.config.beta), lastCutAt: now }
+
+const endProbe = (s: AimdState, now: number, baseline: number): AimdState => ({
+  ...s,
+  mode: "steady",
+  limit: clamp(s.config, s.probe.saved),
+  baseline,
+  // The EWMA restarts from the new baseline: older samples measured another regime.
+  latency: Latency.emptyEwma,
+  probe: Probe.end(s.config.probe, s.probe, now),
+  // Samples of requests started during the probe must not cut the restored limit.
+  lastCutAt: now
+})
+
+const onSample = (s: AimdState, sample: SignalBus.UploadSample, now: number): AimdState => {
+  const c = s.config
+  const value = Latency.normalised(sample, c.referenceBytes)
+  if (s.mode === "probing") {
+    const r = Probe.sample(s.probe, sample.startedAt, value)
+    if (r.outcome === "done") return endProbe({ ...s, probe: r.state }, now, r.state.minSeen)
+    return { ...s, probe: r.state }
+  }
+  const baseline = Math.min(s.baseline, value)
+  const latency = Latency.addEwma(s.latency, value, c.smoothing)
+  const threshold = baseline * (1 + c.tolerance) + c.deviations * latency.deviation
+  const next = { ...s, baseline, latency }
+  if (latency.mean > threshold) {
+    return sample.startedAt >= s.lastCutAt ? cut(next, now) : next
+  }
+  const used = sample.inflightAtStart >= s.limit / 2
+  const limit = used ? clamp(c, s.limit + c.step / Math.max(1, s.limit)) : s.limit
+  return { ...next, mode: "steady", limit, lastGood: limit }
+}
+
+const maybeProbe = (s: AimdState, now: number): AimdState => {
+  const c = s.config
+  if (s.mode === "probing") {
+    return Probe.timedOut(c.probe, s.probe, now) ? endProbe(s, now, s.baseline) : s
+  }
+  const o = Probe.observe(c.probe, s.probe, now, Math.floor(s.limit) <= c.floor)
+  if (o.due === undefined) return { ...s, probe: o.state }
+  // A forced probe from the floor restores the last good limit (BBR); a periodic
+  // one restores the limit it interrupted.
+  const saved = o.due === "floor" ? Math.max(s.lastGood, s.limit) : s.limit
+  return { ...s, mode: "probing", probe: Probe.begin(c.probe, o.state, now, saved, o.due) }
+}
+
+/**
+ * The AIMD core.
+ *
+ * **When to use**
+ *
+ * The default concurrency controller: a store with a latency knee (latency
+ * rises past some concurrency) and occasional throttles.
+ *
+ * **Details**
+ *
+ * Floor `floor`, ceiling `ceiling`, probe `PinnedProbe` (see `Probe`). Only
+ * `stage` samples (default `object_upload`) move the limit; throttles of any
+ * stage cut it.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Policy } from "@sluice/core"
+ * import { Aimd } from "@sluice/policies"
+ * import { Schema } from "effect"
+ *
+ * const config = Schema.decodeUnknownSync(Aimd.AimdConfig)({ ceiling: 64 })
+ * const { proposals } = Policy.replay(Aimd.policy, config, [])
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const policy: Policy.Policy<AimdConfig, AimdState> = {
+  name: "aimd",
+  config: AimdConfig,
+  bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
+  probe: (c) => Probe.spec(c.probe, c.floor),
+  init: (config) => ({
+    config,
+    mode: "steady",
+    limit: config.initial,
+    lastGood: config.initial,
+    baseline: Infinity,
+    latency: Latency.emptyEwma,
+    lastCutAt: -Infinity,
+    probe: Probe.init(config.probe),
+    proposed: config.initial
+  }),
+  initial: (s) => ({ concurrency: s.proposed }),
+  step: (s, signal, now) => {
+    let next = s
+    if (signal._tag === "UploadSample" && signal.stage === s.config.stage) {
+      next = onSample(s, signal, now)
+    } else if (
+      signal._tag === "Failure" && signal.failure.failureClass === "Throttled" && signal.startedAt >= s.lastCutAt
+    ) {
+      next = cut(s, now)
+    }
+    return withLimit(s, maybeProbe(next, now))
+  }
+}
+
+/**
+ * AIMD as a layer (config decoded with {@link AimdConfig}).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Aimd } from "@sluice/policies"
+ *
+ * const aimd = Aimd.layer({ floor: 2, ceiling: 64, beta: 0.8 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = (config: unknown = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
+  Policy.layer(policy, config)

@@ -1,0 +1,291 @@
+/**
+ * Adaptive batch: sizes the **batch target** from what the store charges per
+ * request and per byte.
+ *
+ * An online least-squares fit `latency ≈ a + b·bytes` over `object_upload`
+ * samples (exponentially forgotten, factor `forgetting` per sample) separates
+ * the per-request overhead `a` from the per-byte cost `b`. Every
+ * `windowMillis`:
+ *
+ * - **grow** (×`growth`) while `a > b · target` — overhead dominates, so bigger
+ *   objects buy throughput almost for free (also when the fit is not yet
+ *   determined because every batch had the same size: growing creates the spread
+ *   the fit needs);
+ * - **shrink** (×`1/growth`) when `a < shrinkBelow · b · target` — transfer
+ *   dominates, so bigger objects only add latency and memory — or when bytes
+ *   held pass `pressureShrinkAt` of the budget;
+ * - always within `[minBytes, min(maxObjectBytes, memoryShare · budget)]`.
+ *
+ * The record target is raised to `records` so batches seal on bytes (on fill),
+ * and `maxAge` stays a staleness bound only.
+ *
+ * **Restore probe**: the target can be shrunk to its floor by memory pressure;
+ * after `restoreAfterMillis` at the floor without pressure it is restored to the
+ * last target that was chosen without pressure (BBR-style restore).
+ *
+ * Modes: `growing`, `holding`, `shrinking`.
+ *
+ * @since 0.1.0
+ */
+import { Policy } from "@sluice/core"
+import type { Config, Knob, SignalBus } from "@sluice/core"
+import { Schema } from "effect"
+import type { Layer } from "effect"
+import * as Fields from "../internal/Fields.ts"
+
+/**
+ * Adaptive batch's config. Defaults and ranges:
+ *
+ * | field | default | range | meaning |
+ * |---|---|---|---|
+ * | `initialBytes` | 8 MiB | min – max | starting target |
+ * | `minBytes` | 256 KiB | ≥ 1 | floor |
+ * | `maxObjectBytes` | 64 MiB | ≥ minBytes | ceiling (largest object) |
+ * | `memoryShare` | 0.0625 | 0 – 1 | one open batch may hold this share of the budget |
+ * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (`Inflight` signal) |
+ * | `growth` | 1.5 | 1.05 – 4 | factor per window |
+ * | `shrinkBelow` | 0.1 | 0 – 1 | shrink when `a < shrinkBelow · b · target` |
+ * | `pressureShrinkAt` | 0.9 | 0 – 1 | shrink when bytes held pass this share of the budget |
+ * | `windowMillis` | 2 s | ≥ 1 | decision period |
+ * | `minSamples` | 4 | ≥ 1 | samples in a window before deciding |
+ * | `forgetting` | 0.97 | 0.5 – 1 | weight kept by older samples, per sample |
+ * | `records` | 1 000 000 | ≥ 1 | record target (high: seal on bytes) |
+ * | `maxAgeMillis` | 60 s | ≥ 1 | staleness bound |
+ * | `restoreAfterMillis` | 10 s | ≥ 0 | at the floor without pressure this long: restore |
+ *
+ * @since 0.1.0
+ */
+export const AdaptiveBatchConfig = Schema.Struct({
+  initialBytes: Fields.bytes("8 MiB"),
+  minBytes: Fields.bytes("256 KiB"),
+  maxObjectBytes: Fields.bytes("64 MiB"),
+  memoryShare: Fields.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
+  budgetBytes: Fields.bytes(0),
+  growth: Fields.number(1.5, { minimum: 1.05, maximum: 4 }),
+  shrinkBelow: Fields.number(0.1, { minimum: 0, maximum: 1 }),
+  pressureShrinkAt: Fields.number(0.9, { minimum: 0, maximum: 1 }),
+  windowMillis: Fields.millis("2 seconds"),
+  minSamples: Fields.int(4, 1),
+  forgetting: Fields.number(0.97, { minimum: 0.5, maximum: 1 }),
+  records: Fields.int(1_000_000, 1),
+  maxAgeMillis: Fields.millis("60 seconds"),
+  restoreAfterMillis: Fields.millis("10 seconds")
+}).check(
+  Fields.ordered("minBytes", "maxObjectBytes", (c) => [c.minBytes, c.maxObjectBytes]),
+  Fields.ordered("minBytes", "initialBytes", (c) => [c.minBytes, c.initialBytes]),
+  Fields.ordered("initialBytes", "maxObjectBytes", (c) => [c.initialBytes, c.maxObjectBytes])
+)
+
+/**
+ * @since 0.1.0
+ */
+export type AdaptiveBatchConfig = typeof AdaptiveBatchConfig.Type
+
+/**
+ * The running least-squares sums of `latency ≈ a + b·bytes`.
+ *
+ * @since 0.1.0
+ */
+export interface Fit {
+  readonly n: number
+  readonly sx: number
+  readonly sy: number
+  readonly sxx: number
+  readonly sxy: number
+}
+
+/**
+ * An empty fit.
+ *
+ * @since 0.1.0
+ */
+export const emptyFit: Fit = { n: 0, sx: 0, sy: 0, sxx: 0, sxy: 0 }
+
+/**
+ * Adds a sample, forgetting older ones by `lambda`.
+ *
+ * @since 0.1.0
+ */
+export const addSample = (f: Fit, bytes: number, latency: number, lambda: number): Fit => ({
+  n: f.n * lambda + 1,
+  sx: f.sx * lambda + bytes,
+  sy: f.sy * lambda + latency,
+  sxx: f.sxx * lambda + bytes * bytes,
+  sxy: f.sxy * lambda + bytes * latency
+})
+
+/**
+ * The fitted `{ a, b }` (ms, ms per byte), or `undefined` while the sizes have no
+ * spread (the fit is not determined).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { AdaptiveBatch } from "@sluice/policies"
+ *
+ * let f = AdaptiveBatch.emptyFit
+ * f = AdaptiveBatch.addSample(f, 1_000_000, 60, 1)
+ * f = AdaptiveBatch.addSample(f, 2_000_000, 70, 1)
+ * AdaptiveBatch.solve(f) // { a: 50, b: 0.00001 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const solve = (f: Fit): { readonly a: number; readonly b: number } | undefined => {
+  if (f.n < 2) return undefined
+  const det = f.n * f.sxx - f.sx * f.sx
+  const meanX = f.sx / f.n
+  // Relative spread below 1 %: not determined.
+  if (det <= 0 || det / (f.n * f.n) < (0.01 * meanX) ** 2) return undefined
+  const b = (f.n * f.sxy - f.sx * f.sy) / det
+  return { a: (f.sy - b * f.sx) / f.n, b }
+}
+
+/**
+ * Adaptive batch's modes.
+ *
+ * @since 0.1.0
+ */
+export type BatchMode = "growing" | "holding" | "shrinking"
+
+/**
+ * Adaptive batch's state.
+ *
+ * @since 0.1.0
+ */
+export interface AdaptiveBatchState {
+  readonly config: AdaptiveBatchConfig
+  readonly mode: BatchMode
+  readonly target: number
+  /** The last target chosen without memory pressure: what the restore probe returns to. */
+  readonly lastGood: number
+  readonly fit: Fit
+  readonly windowStart: number
+  readonly windowSamples: number
+  readonly budgetBytes: number
+  readonly fill: number
+  /** Since when the target has sat at the floor (`Infinity`: not at the floor). */
+  readonly atFloorSince: number
+  readonly proposed: number
+}
+
+const ceilingOf = (s: AdaptiveBatchState): number => {
+  const c = s.config
+  const budget = c.budgetBytes > 0 ? c.budgetBytes : s.budgetBytes
+  const share = budget > 0 ? Math.floor(budget * c.memoryShare) : c.maxObjectBytes
+  return Math.max(c.minBytes, Math.min(c.maxObjectBytes, share))
+}
+
+const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
+  const c = s.config
+  const ceiling = ceilingOf(s)
+  const clamp = (v: number) => Math.round(Math.min(ceiling, Math.max(c.minBytes, v)))
+  const next = { ...s, windowStart: now, windowSamples: 0 }
+  if (s.fill >= c.pressureShrinkAt) return { ...next, mode: "shrinking", target: clamp(s.target / c.growth) }
+  if (s.windowSamples < c.minSamples) return { ...next, target: clamp(s.target) }
+  const fit = solve(s.fit)
+  let target: number
+  let mode: BatchMode
+  if (fit === undefined || fit.b <= 0 || fit.a > fit.b * s.target) {
+    target = clamp(s.target * c.growth)
+    mode = "growing"
+  } else if (fit.a < c.shrinkBelow * fit.b * s.target) {
+    target = clamp(s.target / c.growth)
+    mode = "shrinking"
+  } else {
+    target = clamp(s.target)
+    mode = "holding"
+  }
+  return { ...next, mode, target, lastGood: target }
+}
+
+/**
+ * The adaptive batch core.
+ *
+ * **When to use**
+ *
+ * When per-request overhead is significant (object stores: tens of ms per PUT)
+ * and records arrive fast enough that the byte target, not the age timer,
+ * seals batches.
+ *
+ * **Details**
+ *
+ * Knob `batchTarget` (`bytes`, `records`, `maxAgeMillis`). Bounds on bytes:
+ * floor `minBytes`, ceiling `maxObjectBytes`. Probe: `RestoreProbe`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Policy } from "@sluice/core"
+ * import { AdaptiveBatch } from "@sluice/policies"
+ * import { Schema } from "effect"
+ *
+ * const config = Schema.decodeUnknownSync(AdaptiveBatch.AdaptiveBatchConfig)({ maxObjectBytes: "32 MiB" })
+ * const { proposals } = Policy.replay(AdaptiveBatch.policy, config, [])
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
+  name: "batch",
+  config: AdaptiveBatchConfig,
+  bounds: (c) => ({ batchTarget: { floor: c.minBytes, ceiling: c.maxObjectBytes } }),
+  probe: (c) => ({ _tag: "RestoreProbe", afterMillis: c.restoreAfterMillis }),
+  init: (config) => ({
+    config,
+    mode: "holding",
+    target: config.initialBytes,
+    lastGood: config.initialBytes,
+    fit: emptyFit,
+    windowStart: -Infinity,
+    windowSamples: 0,
+    budgetBytes: 0,
+    fill: 0,
+    atFloorSince: Infinity,
+    proposed: config.initialBytes
+  }),
+  initial: (s) => ({
+    batchTarget: { bytes: s.target, records: s.config.records, maxAgeMillis: s.config.maxAgeMillis }
+  }),
+  step: (s, signal, now) => {
+    let next = s
+    if (signal._tag === "UploadSample" && signal.stage === "object_upload" && signal.bytes > 0) {
+      next = {
+        ...s,
+        fit: addSample(s.fit, signal.bytes, signal.latencyMillis, s.config.forgetting),
+        windowSamples: s.windowSamples + 1
+      }
+    } else if (signal._tag === "Inflight") {
+      next = { ...s, budgetBytes: signal.budgetBytes, fill: signal.budgetBytes > 0 ? signal.bytes / signal.budgetBytes : 0 }
+    }
+    if (next.windowStart === -Infinity) next = { ...next, windowStart: now }
+    else if (now - next.windowStart >= Math.max(1, next.config.windowMillis)) next = decide(next, now)
+    // Restore probe: stuck at the floor without pressure.
+    const atFloor = next.target <= next.config.minBytes
+    const atFloorSince = atFloor ? Math.min(next.atFloorSince, now) : Infinity
+    next = { ...next, atFloorSince }
+    if (atFloor && next.fill < next.config.pressureShrinkAt && now - atFloorSince >= next.config.restoreAfterMillis) {
+      next = { ...next, target: Math.min(ceilingOf(next), Math.max(next.lastGood, next.config.minBytes)), atFloorSince: Infinity }
+    }
+    return next.target === s.proposed
+      ? { state: next }
+      : { state: { ...next, proposed: next.target }, proposal: { batchTarget: { bytes: next.target } } }
+  }
+}
+
+/**
+ * Adaptive batch as a layer.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { AdaptiveBatch } from "@sluice/policies"
+ *
+ * const batch = AdaptiveBatch.layer({ maxObjectBytes: "32 MiB", memoryShare: 0.1 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = (
+  config: unknown = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config)

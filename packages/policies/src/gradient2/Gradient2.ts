@@ -1,0 +1,230 @@
+/**
+ * Gradient2: Netflix concurrency-limits' `Gradient2Limit`, as a Sluice core —
+ * an alternative concurrency controller written against the same public
+ * contract a third party would use (`Policy.Policy` + `Policy.layer`).
+ *
+ * Every window (`windowMillis`, at least `minSamples` samples) with the window's
+ * mean size-normalised latency as `shortRtt`:
+ *
+ * ```
+ * longRtt  = ExpAvg(shortRtt, longWindow samples)     // decays ×0.95 when longRtt / shortRtt > 2
+ * gradient = clamp(tolerance · longRtt / shortRtt, 0.5, 1)
+ * limit'   = limit · gradient + queueSize
+ * limit    = limit · (1 − smoothing) + limit' · smoothing, within [floor, ceiling]
+ * ```
+ *
+ * and, as in the original, no growth while the limit is unused (max in-flight
+ * of the window < limit / 2). A `Throttled` failure is a drop: ×`dropBeta`.
+ * Sluice adds the forced probe (pinned low, then `longRtt` reset to the probe's
+ * minimum and the limit restored) so the floor is never a trap.
+ *
+ * Modes: `steady`, `probing`.
+ *
+ * @since 0.1.0
+ */
+import { Policy } from "@sluice/core"
+import type { Config, Knob, SignalBus } from "@sluice/core"
+import { Effect, Schema } from "effect"
+import type { Layer } from "effect"
+import * as Fields from "../internal/Fields.ts"
+import * as Latency from "../internal/Latency.ts"
+import * as Probe from "../probe/Probe.ts"
+
+/**
+ * Gradient2's config (Netflix defaults where they apply, except `floor`).
+ *
+ * | field | default | range | meaning |
+ * |---|---|---|---|
+ * | `initial` | 20 | floor – ceiling | starting limit |
+ * | `floor` | 1 | ≥ 1 | Netflix `minLimit` |
+ * | `ceiling` | 200 | ≥ floor | Netflix `maxConcurrency` |
+ * | `smoothing` | 0.2 | 0.01 – 1 | weight of the new limit |
+ * | `tolerance` | 1.5 | 1 – 10 | `rttTolerance` |
+ * | `longWindow` | 600 | ≥ 1 | samples of the long-term RTT average |
+ * | `queueSize` | 4 | ≥ 0 | growth allowance per update |
+ * | `dropBeta` | 0.9 | 0.1 – 0.99 | cut on a throttle |
+ * | `windowMillis` | 1 s | ≥ 1 | sample window |
+ * | `minSamples` | 4 | ≥ 1 | samples needed to close a window |
+ * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation |
+ * | `probe` | see `Probe.ProbeConfig` | | forced probe |
+ *
+ * @since 0.1.0
+ */
+export const Gradient2Config = Schema.Struct({
+  initial: Fields.int(20, 1),
+  floor: Fields.int(1, 1),
+  ceiling: Fields.int(200, 1),
+  smoothing: Fields.number(0.2, { minimum: 0.01, maximum: 1 }),
+  tolerance: Fields.number(1.5, { minimum: 1, maximum: 10 }),
+  longWindow: Fields.int(600, 1),
+  queueSize: Fields.number(4, { minimum: 0, maximum: 1000 }),
+  dropBeta: Fields.number(0.9, { minimum: 0.1, maximum: 0.99 }),
+  windowMillis: Fields.millis("1 second"),
+  minSamples: Fields.int(4, 1),
+  referenceBytes: Fields.bytes("1 MiB"),
+  probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
+}).check(
+  Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
+  Fields.ordered("floor", "initial", (c) => [c.floor, c.initial]),
+  Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling])
+)
+
+/**
+ * @since 0.1.0
+ */
+export type Gradient2Config = typeof Gradient2Config.Type
+
+/**
+ * Gradient2's modes.
+ *
+ * @since 0.1.0
+ */
+export type Gradient2Mode = "steady" | "probing"
+
+/**
+ * Gradient2's state.
+ *
+ * @since 0.1.0
+ */
+export interface Gradient2State {
+  readonly config: Gradient2Config
+  readonly mode: Gradient2Mode
+  readonly limit: number
+  readonly longRtt: number
+  readonly longCount: number
+  readonly windowStart: number
+  readonly windowSum: number
+  readonly windowCount: number
+  readonly windowMaxInflight: number
+  readonly lastDropAt: number
+  readonly probe: Probe.ProbeState
+  readonly proposed: number
+}
+
+const clamp = (c: Gradient2Config, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
+
+const closeWindow = (s: Gradient2State, now: number): Gradient2State => {
+  const c = s.config
+  const reset = { ...s, windowStart: now, windowSum: 0, windowCount: 0, windowMaxInflight: 0 }
+  if (s.windowCount < c.minSamples) return { ...reset, windowSum: s.windowSum, windowCount: s.windowCount, windowMaxInflight: s.windowMaxInflight }
+  const shortRtt = s.windowSum / s.windowCount
+  // Netflix ExpAvgMeasurement: a plain average during warm-up (10), then EWMA.
+  const warmup = Math.min(10, c.longWindow)
+  const longCount = s.longCount + 1
+  let longRtt = longCount <= warmup
+    ? s.longRtt + (shortRtt - s.longRtt) / longCount
+    : s.longRtt + (shortRtt - s.longRtt) * (2 / (c.longWindow + 1))
+  if (longRtt / shortRtt > 2) longRtt *= 0.95
+  const next = { ...reset, longRtt, longCount }
+  if (s.windowMaxInflight < s.limit / 2) return next
+  const gradient = Math.max(0.5, Math.min(1, (c.tolerance * longRtt) / shortRtt))
+  const proposed = s.limit * gradient + c.queueSize
+  return { ...next, limit: clamp(c, s.limit * (1 - c.smoothing) + proposed * c.smoothing) }
+}
+
+const endProbe = (s: Gradient2State, now: number, minSeen: number): Gradient2State => ({
+  ...s,
+  mode: "steady",
+  limit: clamp(s.config, s.probe.saved),
+  longRtt: Number.isFinite(minSeen) ? minSeen : s.longRtt,
+  windowStart: now,
+  windowSum: 0,
+  windowCount: 0,
+  windowMaxInflight: 0,
+  probe: Probe.end(s.config.probe, s.probe, now)
+})
+
+/**
+ * The Gradient2 core.
+ *
+ * **When to use**
+ *
+ * As an alternative to AIMD when latency is noisy: the gradient of a long
+ * average against a short one tolerates jitter better than a threshold.
+ *
+ * **Details**
+ *
+ * Floor `floor`, ceiling `ceiling`, probe `PinnedProbe`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Gradient2 } from "@sluice/policies"
+ *
+ * const layer = Gradient2.layer({ initial: 8, ceiling: 128 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const policy: Policy.Policy<Gradient2Config, Gradient2State> = {
+  name: "gradient2",
+  config: Gradient2Config,
+  bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
+  probe: (c) => Probe.spec(c.probe, c.floor),
+  init: (config) => ({
+    config,
+    mode: "steady",
+    limit: config.initial,
+    longRtt: 0,
+    longCount: 0,
+    windowStart: -Infinity,
+    windowSum: 0,
+    windowCount: 0,
+    windowMaxInflight: 0,
+    lastDropAt: -Infinity,
+    probe: Probe.init(config.probe),
+    proposed: config.initial
+  }),
+  initial: (s) => ({ concurrency: s.proposed }),
+  step: (s, signal, now) => {
+    const c = s.config
+    let next = s
+    if (next.windowStart === -Infinity) next = { ...next, windowStart: now }
+    if (signal._tag === "UploadSample" && signal.stage === "object_upload") {
+      const value = Latency.normalised(signal, c.referenceBytes)
+      if (next.mode === "probing") {
+        const r = Probe.sample(next.probe, signal.startedAt, value)
+        next = r.outcome === "done" ? endProbe({ ...next, probe: r.state }, now, r.state.minSeen) : { ...next, probe: r.state }
+      } else {
+        next = {
+          ...next,
+          windowSum: next.windowSum + value,
+          windowCount: next.windowCount + 1,
+          windowMaxInflight: Math.max(next.windowMaxInflight, signal.inflightAtStart)
+        }
+      }
+    } else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled" && signal.startedAt >= s.lastDropAt) {
+      next = next.mode === "probing"
+        ? { ...next, lastDropAt: now, probe: { ...next.probe, saved: clamp(c, next.probe.saved * c.dropBeta) } }
+        : { ...next, lastDropAt: now, limit: clamp(c, next.limit * c.dropBeta) }
+    }
+    if (next.mode === "steady" && now - next.windowStart >= Math.max(1, c.windowMillis)) next = closeWindow(next, now)
+    if (next.mode === "probing") {
+      if (Probe.timedOut(c.probe, next.probe, now)) next = endProbe(next, now, Infinity)
+    } else {
+      const o = Probe.observe(c.probe, next.probe, now, Math.floor(next.limit) <= c.floor)
+      next = o.due === undefined
+        ? { ...next, probe: o.state }
+        : { ...next, mode: "probing", probe: Probe.begin(c.probe, o.state, now, next.limit, o.due) }
+    }
+    const value = next.mode === "probing" ? Probe.level(c.probe, c.floor) : Math.floor(next.limit)
+    return value === s.proposed ? { state: next } : { state: { ...next, proposed: value }, proposal: { concurrency: value } }
+  }
+}
+
+/**
+ * Gradient2 as a layer.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Gradient2 } from "@sluice/policies"
+ *
+ * const gradient2 = Gradient2.layer({ tolerance: 2 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = (
+  config: unknown = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config)

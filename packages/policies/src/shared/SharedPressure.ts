@@ -1,0 +1,152 @@
+/**
+ * Shared pressure: one notion of "we are behind" — bytes held (open + sealed +
+ * uploading) against the memory budget — driving the **read gate**.
+ *
+ * - Above `highWater · budget`: pause reads. The pipeline seals open batches
+ *   when the gate pauses, so what was read can be uploaded and freed.
+ * - Below `lowWater · budget`: resume (hysteresis, so the gate does not flap).
+ * - **Floor**: reads are never paused longer than `maxPauseMillis` while uploads
+ *   make progress (an upload completed since the pause began).
+ * - **Probe** (re-open): when the floor is reached the gate re-opens (`probing`)
+ *   and stays open until the high-water mark is crossed again, which starts a
+ *   new pause. In-flight bytes stay bounded regardless: the pipeline's byte
+ *   semaphore never lets them exceed the budget.
+ *
+ * Modes: `open`, `paused`, `probing` (re-opened by the floor).
+ *
+ * @since 0.1.0
+ */
+import { Policy } from "@sluice/core"
+import type { Config, Knob, SignalBus } from "@sluice/core"
+import { Schema } from "effect"
+import type { Layer } from "effect"
+import * as Fields from "../internal/Fields.ts"
+
+/**
+ * Shared pressure's config. Defaults and ranges:
+ *
+ * | field | default | range | meaning |
+ * |---|---|---|---|
+ * | `highWater` | 0.8 | 0.05 – 1 | pause above this fraction of the budget |
+ * | `lowWater` | 0.5 | 0 – highWater | resume below this fraction |
+ * | `maxPauseMillis` | 5 s | ≥ 0 | the floor: longest pause while uploads progress |
+ * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (from the `Inflight` signal) |
+ *
+ * @since 0.1.0
+ */
+export const SharedPressureConfig = Schema.Struct({
+  highWater: Fields.number(0.8, { minimum: 0.05, maximum: 1 }),
+  lowWater: Fields.number(0.5, { minimum: 0, maximum: 1 }),
+  maxPauseMillis: Fields.millis("5 seconds"),
+  budgetBytes: Fields.bytes(0)
+}).check(Fields.ordered("lowWater", "highWater", (c) => [c.lowWater, c.highWater]))
+
+/**
+ * @since 0.1.0
+ */
+export type SharedPressureConfig = typeof SharedPressureConfig.Type
+
+/**
+ * The gate's modes.
+ *
+ * @since 0.1.0
+ */
+export type PressureMode = "open" | "paused" | "probing"
+
+/**
+ * Shared pressure's state.
+ *
+ * @since 0.1.0
+ */
+export interface SharedPressureState {
+  readonly config: SharedPressureConfig
+  readonly mode: PressureMode
+  readonly pausedAt: number
+  readonly lastProgressAt: number
+  /** Bytes held / budget at the last `Inflight` signal. */
+  readonly fill: number
+  readonly pauses: number
+  readonly reopens: number
+}
+
+const gateOf = (mode: PressureMode): Knob.ReadGate => (mode === "paused" ? "paused" : "open")
+
+const onInflight = (s: SharedPressureState, signal: SignalBus.InflightSignal, now: number): SharedPressureState => {
+  const c = s.config
+  const budget = c.budgetBytes > 0 ? c.budgetBytes : signal.budgetBytes
+  const fill = budget > 0 ? signal.bytes / budget : 0
+  const next = { ...s, fill }
+  switch (s.mode) {
+    case "open":
+    case "probing":
+      return fill >= c.highWater ? { ...next, mode: "paused", pausedAt: now, pauses: s.pauses + 1 } : next
+    case "paused":
+      return fill <= c.lowWater ? { ...next, mode: "open" } : next
+  }
+}
+
+const floor = (s: SharedPressureState, now: number): SharedPressureState =>
+  s.mode === "paused" && now - s.pausedAt >= s.config.maxPauseMillis && s.lastProgressAt >= s.pausedAt
+    ? { ...s, mode: "probing", reopens: s.reopens + 1 }
+    : s
+
+/**
+ * The shared pressure core.
+ *
+ * **When to use**
+ *
+ * Always: it keeps reading from outrunning uploading, and turns a slow store
+ * into early seals and a paused source rather than unbounded buffering.
+ *
+ * **Details**
+ *
+ * Knob `readGate`. Bounds: floor `maxPauseMillis` (see `Policy.KnobBounds`),
+ * ceiling `Infinity`. Probe: `ReopenProbe` after `maxPauseMillis`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Policy } from "@sluice/core"
+ * import { SharedPressure } from "@sluice/policies"
+ * import { Schema } from "effect"
+ *
+ * const config = Schema.decodeUnknownSync(SharedPressure.SharedPressureConfig)({ highWater: 0.9 })
+ * const inflight = { _tag: "Inflight", at: 100, batches: 4, bytes: 95, openBytes: 10, budgetBytes: 100 } as const
+ * const { proposals } = Policy.replay(SharedPressure.policy, config, [[inflight, 100]])
+ * // proposals: [[0, { readGate: "open" }], [100, { readGate: "paused" }]]
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const policy: Policy.Policy<SharedPressureConfig, SharedPressureState> = {
+  name: "shared",
+  config: SharedPressureConfig,
+  bounds: (c) => ({ readGate: { floor: c.maxPauseMillis, ceiling: Infinity } }),
+  probe: (c) => ({ _tag: "ReopenProbe", afterMillis: c.maxPauseMillis }),
+  init: (config) => ({ config, mode: "open", pausedAt: -Infinity, lastProgressAt: -Infinity, fill: 0, pauses: 0, reopens: 0 }),
+  initial: () => ({ readGate: "open" }),
+  step: (s, signal, now) => {
+    let next = s
+    if (signal._tag === "Inflight") next = onInflight(s, signal, now)
+    else if (signal._tag === "UploadSample") next = { ...s, lastProgressAt: now }
+    next = floor(next, now)
+    return gateOf(next.mode) === gateOf(s.mode) ? { state: next } : { state: next, proposal: { readGate: gateOf(next.mode) } }
+  }
+}
+
+/**
+ * Shared pressure as a layer.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { SharedPressure } from "@sluice/policies"
+ *
+ * const shared = SharedPressure.layer({ highWater: 0.8, lowWater: 0.5, maxPauseMillis: "5 seconds" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = (
+  config: unknown = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config)

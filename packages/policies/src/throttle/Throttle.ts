@@ -1,0 +1,271 @@
+/**
+ * The throttle policy: what to do when the store says "slow down".
+ *
+ * Knobs: **concurrency**, **rate** and the **retry schedule**
+ * (`CurrentRetryPolicy`). It only constrains during a throttle episode and hands
+ * control back (withdraws its proposals) once recovered, so it composes with
+ * any concurrency controller under the min-wins combiner.
+ *
+ * - On a `Throttled` failure (from a request that began after the last cut):
+ *   concurrency ×`beta` (from the limit the request saw) and the request rate
+ *   cut CUBIC-style (`CubicRate`, the AWS SDK's adaptive mode). Retries are
+ *   dispatched under the cut rate: never at the rate that was throttled.
+ * - On success: concurrency +`step` per sample; the rate climbs its cubic.
+ * - **Restore probe** (BBR): after `restoreAfterMillis` without a throttle, the
+ *   concurrency limit is restored to the value in force before the episode and
+ *   withdrawn; the rate is released once back at its pre-throttle maximum.
+ * - `Transient` and `Fatal` failures never cut anything. `Fatal` is never
+ *   retried; Retry-After is always honoured.
+ *
+ * Modes: `open` (no constraint), `backoff` (cut, waiting for successes),
+ * `recovering` (growing back).
+ *
+ * @since 0.1.0
+ */
+import { Config, Policy, RetryPolicy } from "@sluice/core"
+import type { Failure, Knob, SignalBus } from "@sluice/core"
+import { Effect, Layer, Schema } from "effect"
+import * as Fields from "../internal/Fields.ts"
+import * as Rng from "../internal/Rng.ts"
+import * as CubicRate from "./CubicRate.ts"
+
+type Proposal = Knob.Proposal
+
+/**
+ * The throttle policy's config. Defaults and ranges:
+ *
+ * | field | default | range | meaning |
+ * |---|---|---|---|
+ * | `floor` | 1 | ≥ 1 | concurrency never cut below |
+ * | `ceiling` | 1024 | ≥ floor | concurrency never restored above |
+ * | `beta` | 0.5 | 0.1 – 0.95 | concurrency cut per throttle round |
+ * | `step` | 1 | > 0 | concurrency regained per success |
+ * | `restoreAfterMillis` | 10 s | ≥ 0 | quiet time before restoring the pre-throttle limit |
+ * | `rateBeta` | 0.7 | 0.1 – 0.95 | rate cut (AWS: 0.7) |
+ * | `rateScale` | 0.4 | > 0 | CUBIC scale constant (AWS: 0.4) |
+ * | `rateSmooth` | 0.8 | 0 – 1 | send-rate EWMA weight (AWS: 0.8) |
+ * | `minRate` | 0.5 | > 0 | requests/s never cut below (AWS: 0.5) |
+ * | `rateReleaseAfterMillis` | 30 s | ≥ 0 | quiet time before the rate limit is released |
+ * | `retryBaseMillis` | 100 | ≥ 0 | first retry delay of a transient failure |
+ * | `throttleRetryBaseMillis` | 500 | ≥ 0 | first retry delay of a throttle |
+ * | `retryMaxMillis` | 20 s | ≥ 0 | longest backoff (Retry-After may be longer) |
+ * | `maxAttempts` | 0 | ≥ 0 | give up after this many attempts; 0 = retry while running |
+ * | `seed` | 7 | int | seed of the retry jitter |
+ *
+ * @since 0.1.0
+ */
+export const ThrottleConfig = Schema.Struct({
+  floor: Fields.int(1, 1),
+  ceiling: Fields.int(1024, 1),
+  beta: Fields.number(0.5, { minimum: 0.1, maximum: 0.95 }),
+  step: Fields.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  restoreAfterMillis: Fields.millis("10 seconds"),
+  rateBeta: Fields.number(0.7, { minimum: 0.1, maximum: 0.95 }),
+  rateScale: Fields.number(0.4, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  rateSmooth: Fields.number(0.8, { minimum: 0, maximum: 1 }),
+  minRate: Fields.number(0.5, { minimum: 0, maximum: 1e6, exclusiveMinimum: true }),
+  rateReleaseAfterMillis: Fields.millis("30 seconds"),
+  retryBaseMillis: Fields.millis(100),
+  throttleRetryBaseMillis: Fields.millis(500),
+  retryMaxMillis: Fields.millis("20 seconds"),
+  maxAttempts: Fields.int(0, 0),
+  seed: Fields.int(7, 0, 0xffffffff)
+}).check(Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
+
+/**
+ * @since 0.1.0
+ */
+export type ThrottleConfig = typeof ThrottleConfig.Type
+
+/**
+ * The throttle policy's modes.
+ *
+ * @since 0.1.0
+ */
+export type ThrottleMode = "open" | "backoff" | "recovering"
+
+/**
+ * The throttle policy's state.
+ *
+ * @since 0.1.0
+ */
+export interface ThrottleState {
+  readonly config: ThrottleConfig
+  readonly mode: ThrottleMode
+  readonly limit: number
+  /** The limit in force before the episode: what the restore probe returns to. */
+  readonly saved: number
+  readonly lastCutAt: number
+  readonly lastThrottleAt: number
+  readonly rate: CubicRate.CubicRate
+  readonly proposed: Proposal
+  /** Throttles seen (all of them, including those that did not cut). */
+  readonly throttles: number
+}
+
+const rateConfig = (c: ThrottleConfig): CubicRate.CubicRateConfig => ({
+  beta: c.rateBeta,
+  scale: c.rateScale,
+  smooth: c.rateSmooth,
+  minRate: c.minRate,
+  releaseAfterMillis: c.rateReleaseAfterMillis
+})
+
+const proposalOf = (s: ThrottleState): Proposal => ({
+  concurrency: s.mode === "open" ? undefined : Math.floor(s.limit),
+  rate: CubicRate.rate(s.rate) ?? undefined
+})
+
+const emit = (prev: ThrottleState, next: ThrottleState): Policy.Step<ThrottleState> => {
+  const p = proposalOf(next)
+  const rateOf = (q: Proposal) => (q.rate === undefined || q.rate === null ? undefined : Math.round(q.rate * 1000) / 1000)
+  if (p.concurrency === prev.proposed.concurrency && rateOf(p) === rateOf(prev.proposed)) return { state: next }
+  return { state: { ...next, proposed: p }, proposal: p }
+}
+
+const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): ThrottleState => {
+  const c = s.config
+  const counted = { ...s, throttles: s.throttles + 1, lastThrottleAt: now }
+  // One cut per round: a request that began before the last cut saw the old limit.
+  if (f.startedAt < s.lastCutAt) return counted
+  const from = s.mode === "open" ? f.limitAtStart : Math.min(s.limit, f.limitAtStart)
+  return {
+    ...counted,
+    mode: "backoff",
+    saved: s.mode === "open" ? Math.max(c.floor, Math.min(c.ceiling, f.limitAtStart)) : s.saved,
+    limit: Math.max(c.floor, from * c.beta),
+    lastCutAt: now,
+    rate: CubicRate.update(rateConfig(c), s.rate, now, true)
+  }
+}
+
+const onSuccess = (s: ThrottleState, startedAt: number, now: number): ThrottleState => {
+  const c = s.config
+  const rate = CubicRate.update(rateConfig(c), s.rate, now, false)
+  if (s.mode === "open" || startedAt < s.lastCutAt) return { ...s, rate }
+  const limit = Math.min(c.ceiling, s.limit + c.step)
+  return limit >= s.saved ? { ...s, rate, mode: "open", limit } : { ...s, rate, mode: "recovering", limit }
+}
+
+const restore = (s: ThrottleState, now: number): ThrottleState =>
+  s.mode !== "open" && now - s.lastThrottleAt >= s.config.restoreAfterMillis
+    ? { ...s, mode: "open", limit: s.saved }
+    : s
+
+/**
+ * The throttle policy core.
+ *
+ * **When to use**
+ *
+ * Always, with any concurrency controller: it is what turns 503 SlowDown into
+ * fewer, slower requests instead of a retry storm.
+ *
+ * **Details**
+ *
+ * Floor `floor`; ceiling `ceiling`; probe `RestoreProbe` after
+ * `restoreAfterMillis` without a throttle.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Policy } from "@sluice/core"
+ * import { Throttle } from "@sluice/policies"
+ * import { Schema } from "effect"
+ *
+ * const config = Schema.decodeUnknownSync(Throttle.ThrottleConfig)({})
+ * const { proposals } = Policy.replay(Throttle.policy, config, [])
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const policy: Policy.Policy<ThrottleConfig, ThrottleState> = {
+  name: "throttle",
+  config: ThrottleConfig,
+  bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling }, rate: { floor: c.minRate, ceiling: Infinity } }),
+  probe: (c) => ({ _tag: "RestoreProbe", afterMillis: c.restoreAfterMillis }),
+  init: (config) => ({
+    config,
+    mode: "open",
+    limit: config.ceiling,
+    saved: config.ceiling,
+    lastCutAt: -Infinity,
+    lastThrottleAt: -Infinity,
+    rate: CubicRate.init(rateConfig(config)),
+    proposed: {},
+    throttles: 0
+  }),
+  initial: () => ({}),
+  step: (s, signal, now) => {
+    let next = s
+    if (signal._tag === "Failure") {
+      if (signal.failure.failureClass === "Throttled") next = onThrottle(s, signal, now)
+      else if (signal.failure.stage === "object_upload") next = onSuccess(s, -Infinity, now)
+    } else if (signal._tag === "UploadSample" && signal.stage === "object_upload") {
+      next = onSuccess(s, signal.startedAt, now)
+    }
+    return emit(s, restore(next, now))
+  }
+}
+
+/**
+ * The retry schedule of the throttle policy.
+ *
+ * **Details**
+ *
+ * - `Fatal`: never retried (`undefined`).
+ * - `Throttled`: exponential from `throttleRetryBaseMillis`; `Transient`: from
+ *   `retryBaseMillis`; both capped at `retryMaxMillis`, with deterministic
+ *   "equal jitter" (half fixed, half from a PRNG seeded by `seed`, the code
+ *   and the attempt), and never shorter than Retry-After.
+ * - `maxAttempts > 0`: give up after that many attempts.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Throttle } from "@sluice/policies"
+ *
+ * const retry = Throttle.retryPolicy(Schema.decodeUnknownSync(Throttle.ThrottleConfig)({}))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const retryPolicy = (c: ThrottleConfig): RetryPolicy.RetryPolicy => ({
+  delayMillis: (failure: Failure.ClassifiedFailure, attempt: number) => {
+    if (failure.failureClass === "Fatal") return undefined
+    if (c.maxAttempts > 0 && attempt >= c.maxAttempts) return undefined
+    const base = failure.failureClass === "Throttled" ? c.throttleRetryBaseMillis : c.retryBaseMillis
+    const backoff = Math.min(c.retryMaxMillis, base * 2 ** Math.max(0, attempt - 1))
+    const [u] = Rng.next((c.seed ^ hash(failure.code) ^ Math.imul(attempt, 0x9e3779b1)) >>> 0)
+    return Math.max(Math.round(backoff / 2 + (backoff / 2) * u), failure.retryAfterMillis ?? 0)
+  }
+})
+
+const hash = (text: string): number => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return h >>> 0
+}
+
+/**
+ * The throttle policy as a layer: the core on the bus, plus its
+ * `CurrentRetryPolicy`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Throttle } from "@sluice/policies"
+ *
+ * const throttle = Throttle.layer({ beta: 0.5, restoreAfterMillis: "10 seconds" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = (config: unknown = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
+  Layer.merge(
+    Policy.layer(policy, config),
+    Layer.effect(
+      RetryPolicy.CurrentRetryPolicy,
+      Effect.map(Config.decode(policy.name, ThrottleConfig, config), retryPolicy)
+    )
+  )

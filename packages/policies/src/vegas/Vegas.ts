@@ -1,0 +1,203 @@
+/**
+ * Vegas: Netflix concurrency-limits' `VegasLimit` (TCP Vegas's queue estimate),
+ * as a Sluice core written against the public contract.
+ *
+ * Per sample, with `rtt` the size-normalised latency and `noLoad` the minimum:
+ *
+ * ```
+ * queue = ceil(limit · (1 − noLoad / rtt))
+ * log   = max(1, floor(log10(limit)))
+ * queue ≤ log        → limit + 6·log        (far from the knee: grow fast)
+ * queue < 3·log      → limit + log
+ * queue > 6·log      → limit − log
+ * otherwise          → hold
+ * throttle (drop)    → limit − log
+ * ```
+ *
+ * with no growth while `inflightAtStart · 2 < limit` (idle limits do not
+ * inflate), `smoothing` between old and new. Like AIMD, `noLoad` never rises
+ * except through the probe: Netflix's Vegas resets it after
+ * `probeMultiplier · limit` jittered samples; Sluice uses the shared forced
+ * probe (pinned low, stale samples discarded, `noLoad` := probe minimum,
+ * limit restored), which also fires after K windows at the floor.
+ *
+ * Modes: `steady`, `probing`.
+ *
+ * @since 0.1.0
+ */
+import { Policy } from "@sluice/core"
+import type { Config, Knob, SignalBus } from "@sluice/core"
+import { Effect, Schema } from "effect"
+import type { Layer } from "effect"
+import * as Fields from "../internal/Fields.ts"
+import * as Latency from "../internal/Latency.ts"
+import * as Probe from "../probe/Probe.ts"
+
+/**
+ * Vegas's config.
+ *
+ * | field | default | range | meaning |
+ * |---|---|---|---|
+ * | `initial` | 20 | floor – ceiling | starting limit (Netflix: 20) |
+ * | `floor` | 1 | ≥ 1 | never below |
+ * | `ceiling` | 1000 | ≥ floor | Netflix `maxConcurrency` |
+ * | `smoothing` | 1 | 0.01 – 1 | weight of the new limit (Netflix: 1) |
+ * | `alpha` | 3 | > 0 | grow while queue < alpha·log |
+ * | `beta` | 6 | > alpha | shrink while queue > beta·log |
+ * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation |
+ * | `probe` | see `Probe.ProbeConfig` | | forced probe |
+ *
+ * @since 0.1.0
+ */
+export const VegasConfig = Schema.Struct({
+  initial: Fields.int(20, 1),
+  floor: Fields.int(1, 1),
+  ceiling: Fields.int(1000, 1),
+  smoothing: Fields.number(1, { minimum: 0.01, maximum: 1 }),
+  alpha: Fields.number(3, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  beta: Fields.number(6, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  referenceBytes: Fields.bytes("1 MiB"),
+  probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
+}).check(
+  Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
+  Fields.ordered("floor", "initial", (c) => [c.floor, c.initial]),
+  Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
+  Fields.ordered("alpha", "beta", (c) => [c.alpha, c.beta])
+)
+
+/**
+ * @since 0.1.0
+ */
+export type VegasConfig = typeof VegasConfig.Type
+
+/**
+ * Vegas's modes.
+ *
+ * @since 0.1.0
+ */
+export type VegasMode = "steady" | "probing"
+
+/**
+ * Vegas's state.
+ *
+ * @since 0.1.0
+ */
+export interface VegasState {
+  readonly config: VegasConfig
+  readonly mode: VegasMode
+  readonly limit: number
+  /** Minimum normalised latency; rises only through the probe. */
+  readonly noLoad: number
+  readonly probe: Probe.ProbeState
+  readonly proposed: number
+}
+
+const clamp = (c: VegasConfig, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
+const log10 = (limit: number) => Math.max(1, Math.floor(Math.log10(Math.max(1, limit))))
+
+const update = (s: VegasState, rtt: number, inflight: number, drop: boolean): VegasState => {
+  const c = s.config
+  const log = log10(s.limit)
+  let target: number
+  if (drop) target = s.limit - log
+  else {
+    if (rtt < s.noLoad) return { ...s, noLoad: rtt }
+    if (inflight * 2 < s.limit) return s
+    const queue = Math.ceil(s.limit * (1 - s.noLoad / rtt))
+    if (queue <= log) target = s.limit + c.beta * log
+    else if (queue < c.alpha * log) target = s.limit + log
+    else if (queue > c.beta * log) target = s.limit - log
+    else return s
+  }
+  return { ...s, limit: clamp(c, (1 - c.smoothing) * s.limit + c.smoothing * clamp(c, target)) }
+}
+
+const endProbe = (s: VegasState, now: number, minSeen: number): VegasState => ({
+  ...s,
+  mode: "steady",
+  limit: clamp(s.config, s.probe.saved),
+  noLoad: Number.isFinite(minSeen) ? minSeen : s.noLoad,
+  probe: Probe.end(s.config.probe, s.probe, now)
+})
+
+/**
+ * The Vegas core.
+ *
+ * **When to use**
+ *
+ * As an alternative to AIMD when the store's no-load latency is stable: Vegas
+ * aims at a small standing queue instead of probing for the knee by overshoot.
+ *
+ * **Details**
+ *
+ * Floor `floor`, ceiling `ceiling`, probe `PinnedProbe`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Vegas } from "@sluice/policies"
+ *
+ * const vegas = Vegas.layer({ initial: 8, ceiling: 256 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const policy: Policy.Policy<VegasConfig, VegasState> = {
+  name: "vegas",
+  config: VegasConfig,
+  bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
+  probe: (c) => Probe.spec(c.probe, c.floor),
+  init: (config) => ({
+    config,
+    mode: "steady",
+    limit: config.initial,
+    noLoad: Infinity,
+    probe: Probe.init(config.probe),
+    proposed: config.initial
+  }),
+  initial: (s) => ({ concurrency: s.proposed }),
+  step: (s, signal, now) => {
+    const c = s.config
+    let next = s
+    if (signal._tag === "UploadSample" && signal.stage === "object_upload") {
+      const value = Latency.normalised(signal, c.referenceBytes)
+      if (next.mode === "probing") {
+        const r = Probe.sample(next.probe, signal.startedAt, value)
+        next = r.outcome === "done" ? endProbe({ ...next, probe: r.state }, now, r.state.minSeen) : { ...next, probe: r.state }
+      } else {
+        next = update(next, value, signal.inflightAtStart, false)
+      }
+    } else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") {
+      next = next.mode === "probing"
+        ? { ...next, probe: { ...next.probe, saved: clamp(c, next.probe.saved - log10(next.probe.saved)) } }
+        : update(next, 0, signal.inflightAtStart, true)
+    }
+    if (next.mode === "probing") {
+      if (Probe.timedOut(c.probe, next.probe, now)) next = endProbe(next, now, Infinity)
+    } else {
+      const o = Probe.observe(c.probe, next.probe, now, Math.floor(next.limit) <= c.floor)
+      next = o.due === undefined
+        ? { ...next, probe: o.state }
+        : { ...next, mode: "probing", probe: Probe.begin(c.probe, o.state, now, next.limit, o.due) }
+    }
+    const value = next.mode === "probing" ? Probe.level(c.probe, c.floor) : Math.floor(next.limit)
+    return value === s.proposed ? { state: next } : { state: { ...next, proposed: value }, proposal: { concurrency: value } }
+  }
+}
+
+/**
+ * Vegas as a layer.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Vegas } from "@sluice/policies"
+ *
+ * const vegas = Vegas.layer({ alpha: 2, beta: 4 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = (
+  config: unknown = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config)

@@ -1,0 +1,164 @@
+import { Config, Policy } from "@sluice/core"
+import { Aimd } from "@sluice/policies"
+import { describe, expect, it } from "@effect/vitest"
+import { Result, Schema } from "effect"
+import * as fc from "fast-check"
+import { at, closedLoop, failure, knee, range, sample, tick } from "./helpers.ts"
+
+const config = (input: unknown = {}) => Schema.decodeUnknownSync(Aimd.AimdConfig)(input)
+
+describe("Aimd", () => {
+  it("grows while latency is flat and the limit is used, then settles near the knee", () => {
+    const { series } = closedLoop(Aimd.policy, config({ probe: { intervalMillis: 0 } }), (_t, l) => knee(50, 24)(l), 30_000)
+    const [lo, hi] = range(series, 20_000, 30_000)
+    expect(lo).toBeGreaterThanOrEqual(20)
+    expect(hi).toBeLessThanOrEqual(34)
+  })
+
+  it("an idle limit does not inflate", () => {
+    const samples = Array.from({ length: 500 }, (_, i) => [sample(i * 10, 50, { inflightAtStart: 2 }), i * 10] as const)
+    const { state, proposals } = Policy.replay(Aimd.policy, config({ initial: 8 }), samples)
+    expect(state.limit).toBe(8)
+    expect(proposals).toEqual([[0, { concurrency: 8 }]])
+  })
+
+  it("backs off multiplicatively on a latency climb, once per round", () => {
+    const { series } = closedLoop(
+      Aimd.policy,
+      config({ initial: 32, probe: { intervalMillis: 0 } }),
+      (t, l) => (t < 5_000 ? 50 : 250) * Math.max(1, l / 64),
+      7_000
+    )
+    expect(at(series, 4_999)).toBeGreaterThanOrEqual(32)
+    // The first cut is a single ×0.9 (not one per sample of the round).
+    const before = at(series, 4_999)
+    const firstCut = series.find(([t, v]) => t >= 5_000 && v < before)
+    expect(firstCut?.[1]).toBeGreaterThanOrEqual(Math.floor(before * 0.88))
+    // Within 2 s of the climb it has backed off to the floor.
+    expect(at(series, 7_000)).toBe(1)
+  })
+
+  it("cuts ×beta on a throttle, ignoring throttles of requests started before the cut", () => {
+    const c = config({ initial: 40 })
+    const { state } = Policy.replay(Aimd.policy, c, [
+      [failure(100, "Throttled", { startedAt: 50 }), 100],
+      [failure(110, "Throttled", { startedAt: 60 }), 110],
+      [failure(120, "Transient", { startedAt: 115 }), 120],
+      [failure(130, "Fatal", { startedAt: 125 }), 130]
+    ])
+    expect(state.limit).toBeCloseTo(36)
+    expect(state.mode).toBe("backoff")
+  })
+
+  it("the baseline does not ratchet upward under sustained load", () => {
+    const { state } = closedLoop(
+      Aimd.policy,
+      config({ probe: { intervalMillis: 0, enabled: false } }),
+      (t, l) => (t < 2_000 ? 50 : 400) * Math.max(1, l / 24),
+      60_000
+    )
+    expect(state.baseline).toBeLessThanOrEqual(50)
+  })
+
+  it("recovers from a transient 10× slowdown (the shrinking-window trap)", () => {
+    const { series } = closedLoop(
+      Aimd.policy,
+      config({ probe: { intervalMillis: 0 } }),
+      (t, l) => (t >= 10_000 && t < 20_000 ? 500 : 50) * Math.max(1, l / 24),
+      40_000
+    )
+    // Backed off within the slowdown…
+    expect(range(series, 10_000, 20_000)[0]).toBeLessThanOrEqual(6)
+    // …and back near the knee within 15 s of it clearing.
+    expect(at(series, 35_000)).toBeGreaterThanOrEqual(18)
+  })
+
+  describe("recovery needs the probe", () => {
+    // The store's no-load latency moves from 50 ms to 300 ms and stays there:
+    // without a probe the baseline (50 ms) says "congested" forever.
+    const run = (enabled: boolean) =>
+      closedLoop(
+        Aimd.policy,
+        config({ probe: { enabled, intervalMillis: 0 } }),
+        (t, l) => (t < 5_000 ? 50 : 300) * Math.max(1, l / 24),
+        60_000
+      )
+
+    it("without the probe it stays at the floor", () => {
+      const { series, state } = run(false)
+      expect(range(series, 20_000, 60_000)).toEqual([1, 1])
+      expect(state.probe.probes).toBe(0)
+    })
+
+    it("with the probe it re-learns the baseline and recovers", () => {
+      const { series, state } = run(true)
+      expect(state.probe.probes).toBeGreaterThanOrEqual(1)
+      expect(state.baseline).toBeGreaterThanOrEqual(290)
+      expect(at(series, 60_000)).toBeGreaterThanOrEqual(18)
+    })
+  })
+
+  it("discards probe samples of requests that began before the probe epoch", () => {
+    const c = config({ initial: 1, probe: { forcedAfterWindowsAtFloor: 1, windowMillis: 100, samples: 2, jitter: 0 } })
+    let s = Aimd.policy.init(c)
+    s = Aimd.policy.step(s, sample(0, 50, { inflightAtStart: 0 }), 0).state
+    s = Aimd.policy.step(s, tick(250), 250).state
+    expect(s.mode).toBe("probing")
+    const epoch = s.probe.epoch
+    s = Aimd.policy.step(s, sample(260, 900, { startedAt: epoch - 1 }), 260).state
+    expect(s.probe.remaining).toBe(2)
+    s = Aimd.policy.step(s, sample(300, 80, { startedAt: epoch + 1 }), 300).state
+    s = Aimd.policy.step(s, sample(310, 70, { startedAt: epoch + 2 }), 310).state
+    expect(s.mode).toBe("steady")
+    expect(s.baseline).toBeCloseTo(70 / (1 + 1024 / 1048576))
+  })
+
+  it("probe jitter is deterministic per seed", () => {
+    const go = (seed: number) =>
+      closedLoop(Aimd.policy, config({ probe: { seed, intervalMillis: 5_000 } }), (_t, l) => knee(50, 24)(l), 30_000).series
+    expect(go(3)).toEqual(go(3))
+    expect(go(3)).not.toEqual(go(4))
+  })
+
+  it("never proposes below the floor or above the ceiling (property)", () => {
+    const signal = fc.oneof(
+      fc.record({ kind: fc.constant("sample" as const), latency: fc.integer({ min: 1, max: 5_000 }), inflight: fc.integer({ min: 0, max: 300 }) }),
+      fc.record({ kind: fc.constant("throttle" as const), latency: fc.constant(0), inflight: fc.constant(0) }),
+      fc.record({ kind: fc.constant("tick" as const), latency: fc.constant(0), inflight: fc.constant(0) })
+    )
+    fc.assert(
+      fc.property(fc.array(signal, { maxLength: 300 }), fc.integer({ min: 1, max: 8 }), fc.integer({ min: 8, max: 64 }), (signals, floor, ceiling) => {
+        const c = config({ floor, ceiling, initial: floor, probe: { windowMillis: 50, intervalMillis: 500 } })
+        const input = signals.map((s, i) => {
+          const t = i * 20
+          const sig = s.kind === "sample"
+            ? sample(t, s.latency, { inflightAtStart: s.inflight, startedAt: t - s.latency })
+            : s.kind === "throttle"
+            ? failure(t, "Throttled", { startedAt: t - 5 })
+            : tick(t)
+          return [sig, t] as const
+        })
+        for (const [, p] of Policy.replay(Aimd.policy, c, input).proposals) {
+          expect(p.concurrency).toBeGreaterThanOrEqual(floor)
+          expect(p.concurrency).toBeLessThanOrEqual(ceiling)
+        }
+      }),
+      { seed: 42, numRuns: 200 }
+    )
+  })
+
+  it("rejects bad config with a ConfigError naming the field", () => {
+    const bad = Config.decodeResult("aimd", Aimd.AimdConfig, { beta: 2 })
+    expect(Result.isFailure(bad) && bad.failure.message).toMatch(/beta/)
+    const crossed = Config.decodeResult("aimd", Aimd.AimdConfig, { floor: 10, ceiling: 5, initial: 5 })
+    expect(Result.isFailure(crossed) && crossed.failure.message).toMatch(/floor/)
+    const unknown = Config.decodeResult("aimd", Aimd.AimdConfig, { stepp: 1 })
+    expect(Result.isFailure(unknown) && unknown.failure.message).toMatch(/stepp/)
+  })
+
+  it("declares floor, ceiling and a pinned probe", () => {
+    const c = config({ floor: 2, ceiling: 50 })
+    expect(Aimd.policy.bounds(c)).toEqual({ concurrency: { floor: 2, ceiling: 50 } })
+    expect(Aimd.policy.probe(c)._tag).toBe("PinnedProbe")
+  })
+})

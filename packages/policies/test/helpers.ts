@@ -1,0 +1,120 @@
+/**
+ * Test helpers: signal builders and a tiny closed-loop store model that drives a
+ * concurrency core on virtual time (purely, through `Policy.replay`'s contract).
+ */
+import type { Failure, Knob, Policy, SignalBus } from "@sluice/core"
+
+export const sample = (
+  at: number,
+  latencyMillis: number,
+  options: Partial<Omit<SignalBus.UploadSample, "_tag" | "at" | "latencyMillis">> = {}
+): SignalBus.UploadSample => ({
+  _tag: "UploadSample",
+  at,
+  stage: options.stage ?? "object_upload",
+  startedAt: options.startedAt ?? at - latencyMillis,
+  latencyMillis,
+  bytes: options.bytes ?? 1024,
+  inflightAtStart: options.inflightAtStart ?? 64,
+  limitAtStart: options.limitAtStart ?? 64
+})
+
+export const failure = (
+  at: number,
+  failureClass: Failure.FailureClass,
+  options: { startedAt?: number; limitAtStart?: number; retryAfterMillis?: number; code?: string; stage?: Failure.Stage } = {}
+): SignalBus.FailureSignal => ({
+  _tag: "Failure",
+  at,
+  failure: {
+    failureClass,
+    code: options.code ?? (failureClass === "Throttled" ? "SlowDown" : "InternalError"),
+    status: failureClass === "Throttled" ? 503 : 500,
+    stage: options.stage ?? "object_upload",
+    retryAfterMillis: options.retryAfterMillis
+  },
+  startedAt: options.startedAt ?? at - 10,
+  latencyMillis: 10,
+  inflightAtStart: options.limitAtStart ?? 8,
+  limitAtStart: options.limitAtStart ?? 8,
+  attempt: 1
+})
+
+export const inflight = (at: number, bytes: number, budgetBytes = 1000): SignalBus.InflightSignal => ({
+  _tag: "Inflight",
+  at,
+  batches: 1,
+  bytes,
+  openBytes: 0,
+  budgetBytes
+})
+
+const baseKnobs: Knob.KnobValues = {
+  concurrency: 8,
+  batchTarget: { records: 10_000, bytes: 8 << 20, maxAgeMillis: 60_000 },
+  readGate: "open",
+  rate: null
+}
+
+export const tick = (at: number): SignalBus.TickSignal => ({ _tag: "Tick", at, knobs: baseKnobs })
+
+/**
+ * Drives a concurrency core in closed loop: each round starts `limit` requests
+ * at once, all taking `latency(t, limit)` ms; their samples arrive at the end of
+ * the round, followed by a tick. Returns the limit over time.
+ */
+export const closedLoop = <C, S>(
+  policy: Policy.Policy<C, S>,
+  config: C,
+  latency: (t: number, limit: number) => number,
+  untilMillis: number
+): { readonly series: Array<readonly [number, number]>; readonly state: S } => {
+  let state = policy.init(config)
+  let limit = policy.initial(state).concurrency ?? 1
+  const series: Array<readonly [number, number]> = [[0, limit]]
+  let t = 0
+  const feed = (signal: SignalBus.Signal) => {
+    const next = policy.step(state, signal, signal.at)
+    state = next.state
+    if (next.proposal?.concurrency !== undefined) {
+      limit = next.proposal.concurrency
+      series.push([signal.at, limit])
+    }
+  }
+  while (t < untilMillis) {
+    const startedAt = t
+    const inRound = limit
+    const lat = latency(t, inRound)
+    t += lat
+    for (let i = 0; i < inRound; i++) {
+      feed(sample(t, lat, { startedAt, inflightAtStart: inRound, limitAtStart: inRound, bytes: 1024 }))
+    }
+    feed(tick(t))
+  }
+  return { series, state }
+}
+
+/** The limit in force at time `t`. */
+export const at = (series: ReadonlyArray<readonly [number, number]>, t: number): number => {
+  let v = series[0]?.[1] ?? 0
+  for (const [time, value] of series) {
+    if (time > t) break
+    v = value
+  }
+  return v
+}
+
+/** The minimum and maximum limit over `[from, to]`. */
+export const range = (series: ReadonlyArray<readonly [number, number]>, from: number, to: number): readonly [number, number] => {
+  let lo = at(series, from)
+  let hi = lo
+  for (const [time, value] of series) {
+    if (time < from || time > to) continue
+    lo = Math.min(lo, value)
+    hi = Math.max(hi, value)
+  }
+  return [lo, hi]
+}
+
+/** A store with a latency knee: `base` up to `knee` concurrent requests, then proportional. */
+export const knee = (base: number, kneeAt: number) => (limit: number) => base * Math.max(1, limit / kneeAt)
