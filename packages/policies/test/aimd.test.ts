@@ -34,8 +34,8 @@ describe("Aimd", () => {
     const before = at(series, 4_999)
     const firstCut = series.find(([t, v]) => t >= 5_000 && v < before)
     expect(firstCut?.[1]).toBeGreaterThanOrEqual(Math.floor(before * 0.88))
-    // Within 2 s of the climb it has backed off to the floor.
-    expect(at(series, 7_000)).toBe(1)
+    // Within 2 s (8 rounds) of the climb it has backed off by at least 40 %.
+    expect(at(series, 7_000)).toBeLessThanOrEqual(before * 0.6)
   })
 
   it("cuts ×beta on a throttle, ignoring throttles of requests started before the cut", () => {

@@ -1,0 +1,65 @@
+import { Knob, SignalBus } from "@sluice/core"
+import { Composition } from "@sluice/policies"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Result } from "effect"
+
+const base: Knob.KnobValues = {
+  concurrency: 8,
+  batchTarget: { records: 10_000, bytes: 8 << 20, maxAgeMillis: 60_000 },
+  readGate: "open",
+  rate: null
+}
+
+const knobsAfter = <E>(policies: Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>) =>
+  Effect.gen(function*() {
+    const knobs = yield* Knob.Knobs
+    yield* Layer.build(policies)
+    return knobs.current()
+  }).pipe(Effect.scoped, Effect.provide(Layer.merge(SignalBus.layer, Knob.layer(base))))
+
+describe("Composition", () => {
+  it("lists its names", () => {
+    expect(Composition.names).toEqual(["default", "fixed", "aimd", "throttle", "shared", "batch", "gradient2", "vegas"])
+  })
+
+  it.effect("parses fixed:N", () =>
+    Effect.gen(function*() {
+      const values = yield* knobsAfter(Composition.parse("fixed:3"))
+      expect(values.concurrency).toBe(3)
+    }))
+
+  it.effect("fixed:8 + aimd: the most conservative concurrency wins", () =>
+    Effect.gen(function*() {
+      const values = yield* knobsAfter(Composition.parse("aimd+fixed:4"))
+      expect(values.concurrency).toBe(4)
+    }))
+
+  it.effect("default builds AIMD + throttle + shared + batch", () =>
+    Effect.gen(function*() {
+      const values = yield* knobsAfter(Composition.parse("default"))
+      expect(values.concurrency).toBe(8)
+      expect(values.batchTarget.records).toBe(1_000_000)
+      expect(values.readGate).toBe("open")
+    }))
+
+  it("every name parses", () => {
+    for (const spec of ["aimd", "throttle", "shared", "batch", "gradient2", "vegas", "default", "fixed:8", "aimd+throttle+shared+batch"]) {
+      expect(Result.isSuccess(Composition.parseResult(spec))).toBe(true)
+    }
+  })
+
+  it.effect("an unknown name is a typed error", () =>
+    Effect.gen(function*() {
+      const r = Composition.parseResult("aimd+bogus")
+      expect(Result.isFailure(r) && r.failure._tag).toBe("UnknownPolicy")
+      expect(Result.isFailure(r) && r.failure.name).toBe("bogus")
+      const exit = yield* Effect.exit(knobsAfter(Composition.parse("aimd+bogus")))
+      expect(Exit.isFailure(exit)).toBe(true)
+    }))
+
+  it.effect("bad config fails the layer with a ConfigError naming the field", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(knobsAfter(Composition.defaults({ aimd: { beta: 3 } })))
+      expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/beta/)
+    }))
+})

@@ -1,0 +1,133 @@
+import { Policy } from "@sluice/core"
+import { Classify, CubicRate, Throttle } from "@sluice/policies"
+import { describe, expect, it } from "@effect/vitest"
+import { Schema } from "effect"
+import { failure, sample } from "./helpers.ts"
+
+const config = (input: unknown = {}) => Schema.decodeUnknownSync(Throttle.ThrottleConfig)(input)
+
+describe("Classify", () => {
+  const table: ReadonlyArray<readonly [string, unknown, string]> = [
+    ["Unknown + 503 on HEAD (no body)", { name: "Unknown", $metadata: { httpStatusCode: 503 } }, "Throttled"],
+    ["429 with any name", { name: "Unknown", $metadata: { httpStatusCode: 429 } }, "Throttled"],
+    ["SlowDown 503", { name: "SlowDown", $metadata: { httpStatusCode: 503 } }, "Throttled"],
+    ["ThrottlingException without status", { name: "ThrottlingException" }, "Throttled"],
+    ["$retryable.throttling", { name: "Weird", $retryable: { throttling: true }, $metadata: { httpStatusCode: 400 } }, "Throttled"],
+    ["500 InternalError", { name: "InternalError", $metadata: { httpStatusCode: 500 } }, "Transient"],
+    ["502", { name: "Unknown", $metadata: { httpStatusCode: 502 } }, "Transient"],
+    ["408 RequestTimeout", { name: "RequestTimeout", $metadata: { httpStatusCode: 408 } }, "Transient"],
+    ["ECONNRESET", Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }), "Transient"],
+    ["TimeoutError", { name: "TimeoutError" }, "Transient"],
+    ["BadDigest 400", { name: "BadDigest", $metadata: { httpStatusCode: 400 } }, "Fatal"],
+    ["BadDigest even on 500", { name: "BadDigest", $metadata: { httpStatusCode: 500 } }, "Fatal"],
+    ["XAmzContentSHA256Mismatch", { name: "XAmzContentSHA256Mismatch", $metadata: { httpStatusCode: 400 } }, "Fatal"],
+    ["VerificationFailed ChecksumMismatch", { _tag: "VerificationFailed", reason: "ChecksumMismatch" }, "Fatal"],
+    ["403 AccessDenied", { name: "AccessDenied", $metadata: { httpStatusCode: 403 } }, "Fatal"],
+    ["404 NoSuchBucket", { name: "NoSuchBucket", $metadata: { httpStatusCode: 404 } }, "Fatal"],
+    ["unrecognised, no status", new TypeError("x is not a function"), "Fatal"]
+  ]
+  for (const [name, error, expected] of table) {
+    it(`${name} → ${expected}`, () => {
+      expect(Classify.classify(error, { stage: "verify" }).failureClass).toBe(expected)
+    })
+  }
+
+  it("keeps the code and status", () => {
+    const c = Classify.classify({ name: "Unknown", $metadata: { httpStatusCode: 503 } }, { stage: "verify" })
+    expect(c).toEqual({ failureClass: "Throttled", code: "Unknown", status: 503, stage: "verify", retryAfterMillis: undefined })
+  })
+
+  it("honours Retry-After in seconds and as an HTTP date", () => {
+    const seconds = { name: "SlowDown", $metadata: { httpStatusCode: 503 }, $response: { headers: { "Retry-After": "3" } } }
+    expect(Classify.classify(seconds).retryAfterMillis).toBe(3000)
+    const now = Date.parse("2025-01-01T00:00:00Z")
+    const date = { name: "SlowDown", $metadata: { httpStatusCode: 503 }, $response: { headers: { "retry-after": "Wed, 01 Jan 2025 00:00:05 GMT" } } }
+    expect(Classify.classify(date, { now }).retryAfterMillis).toBe(5000)
+  })
+})
+
+describe("CubicRate", () => {
+  const rc = { beta: 0.7, scale: 0.4, smooth: 0.8, minRate: 0.5, releaseAfterMillis: 30_000 }
+  it("cuts below the throttled rate and climbs back cubically, never retrying at the same rate", () => {
+    let r = CubicRate.init(rc)
+    // 20 requests/s for 5 s.
+    for (let t = 0; t < 5_000; t += 50) r = CubicRate.update(rc, r, t, false)
+    expect(CubicRate.rate(r)).toBeNull()
+    r = CubicRate.update(rc, r, 5_000, true)
+    const cut = CubicRate.rate(r) ?? Infinity
+    expect(cut).toBeLessThan(r.lastMaxRate)
+    expect(cut).toBeCloseTo(r.lastMaxRate * 0.7, 5)
+    const rates: Array<number> = []
+    for (let t = 5_050; t < 12_000; t += 50) {
+      r = CubicRate.update(rc, r, t, false)
+      rates.push(CubicRate.rate(r) ?? Infinity)
+    }
+    // Recovers towards the old maximum within a few seconds (K = ∛(max·0.3/0.4)).
+    expect(rates[rates.length - 1]).toBeGreaterThanOrEqual(r.lastMaxRate * 0.95)
+  })
+
+  it("is released after a quiet period at the old maximum", () => {
+    let r = CubicRate.init(rc)
+    for (let t = 0; t < 5_000; t += 50) r = CubicRate.update(rc, r, t, false)
+    r = CubicRate.update(rc, r, 5_000, true)
+    for (let t = 5_050; t < 40_000; t += 50) r = CubicRate.update(rc, r, t, false)
+    expect(CubicRate.rate(r)).toBeNull()
+  })
+})
+
+describe("Throttle", () => {
+  it("cuts concurrency ×beta and sets a rate on a throttle; withdraws once recovered", () => {
+    const c = config({ restoreAfterMillis: 60_000 })
+    const signals: Array<readonly [Parameters<typeof Throttle.policy.step>[1], number]> = []
+    for (let t = 0; t < 2_000; t += 20) signals.push([sample(t, 20, { startedAt: t - 20, limitAtStart: 16 }), t])
+    signals.push([failure(2_000, "Throttled", { startedAt: 1_990, limitAtStart: 16 }), 2_000])
+    signals.push([failure(2_005, "Throttled", { startedAt: 1_995, limitAtStart: 16 }), 2_005])
+    const mid = Policy.replay(Throttle.policy, c, signals)
+    expect(mid.state.limit).toBe(8)
+    expect(mid.state.mode).toBe("backoff")
+    const last = mid.proposals[mid.proposals.length - 1]?.[1]
+    expect(last?.concurrency).toBe(8)
+    expect(last?.rate).toBeGreaterThan(0)
+    for (let t = 2_100; t < 60_000; t += 20) signals.push([sample(t, 20, { startedAt: t - 20, limitAtStart: 8 }), t])
+    const after = Policy.replay(Throttle.policy, c, signals)
+    expect(after.state.mode).toBe("open")
+    const final = after.proposals[after.proposals.length - 1]?.[1]
+    expect(final?.concurrency).toBeUndefined()
+    expect(final?.rate).toBeUndefined()
+  })
+
+  it("never cuts on Transient or Fatal failures", () => {
+    const { state, proposals } = Policy.replay(Throttle.policy, config(), [
+      [failure(100, "Transient"), 100],
+      [failure(200, "Fatal"), 200]
+    ])
+    expect(state.mode).toBe("open")
+    expect(proposals).toEqual([[0, {}]])
+  })
+
+  it("restores the pre-throttle limit after a quiet period (restore probe)", () => {
+    const { state } = Policy.replay(Throttle.policy, config({ floor: 1, restoreAfterMillis: 5_000 }), [
+      [failure(100, "Throttled", { startedAt: 90, limitAtStart: 32 }), 100],
+      [failure(200, "Throttled", { startedAt: 150, limitAtStart: 32 }), 200],
+      [failure(300, "Throttled", { startedAt: 250, limitAtStart: 32 }), 300],
+      [failure(5_400, "Transient", { startedAt: 5_300 }), 5_400]
+    ])
+    expect(state.mode).toBe("open")
+    expect(state.limit).toBe(32)
+  })
+
+  it("provides a retry policy: Retry-After honoured, fatal never retried", () => {
+    const retry = Throttle.retryPolicy(config())
+    const throttled = { failureClass: "Throttled", code: "SlowDown", status: 503, stage: "object_upload", retryAfterMillis: undefined } as const
+    expect(retry.delayMillis({ ...throttled, failureClass: "Fatal" }, 1)).toBeUndefined()
+    expect(retry.delayMillis({ ...throttled, retryAfterMillis: 7_000 }, 1)).toBe(7_000)
+    const d1 = retry.delayMillis(throttled, 1) ?? 0
+    const d3 = retry.delayMillis(throttled, 3) ?? 0
+    expect(d1).toBeGreaterThanOrEqual(250)
+    expect(d1).toBeLessThanOrEqual(500)
+    expect(d3).toBeGreaterThan(d1)
+    expect(retry.delayMillis(throttled, 3)).toBe(d3)
+    const limited = Throttle.retryPolicy(config({ maxAttempts: 3 }))
+    expect(limited.delayMillis(throttled, 3)).toBeUndefined()
+  })
+})
