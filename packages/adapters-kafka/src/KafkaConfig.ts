@@ -1,0 +1,169 @@
+/**
+ * The Kafka source's config: plain data decoded with an `effect/Schema`, every
+ * optional field with a documented default. Bad config fails at construction
+ * with a core `ConfigError` naming the field.
+ *
+ * @since 0.1.0
+ */
+import { Config } from "@sluice/core"
+import type { Config as CoreConfig } from "@sluice/core"
+import { Effect, Schema } from "effect"
+
+const Millis = Config.Millis
+const Bytes = Config.Bytes
+const Offset = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const PartitionIndex = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * Manual assignment: read the listed partitions (all of the topic's partitions
+ * when `partitions` is omitted), no group membership.
+ *
+ * - `startOffsets` (`{ "0": 1200 }`) wins over committed offsets;
+ * - otherwise, with `groupId`, the offsets committed under that group;
+ * - otherwise the log start (earliest).
+ *
+ * With `groupId`, `commit` stores offsets under that group (a "standalone"
+ * commit, generation -1); without it, commits are kept in memory only
+ * (`KafkaSource.committed`).
+ *
+ * @since 0.1.0
+ */
+export const AssignMode = Schema.Struct({
+  kind: Schema.Literal("assign"),
+  partitions: Schema.optionalKey(Schema.Array(PartitionIndex)),
+  groupId: Schema.optionalKey(Schema.NonEmptyString),
+  startOffsets: Schema.optionalKey(Schema.Record(Schema.String, Offset))
+})
+
+/**
+ * Consumer-group mode (Kafka's classic group protocol): partitions are assigned
+ * by the group; start from the group's committed offsets, else earliest.
+ *
+ * | field | default | meaning |
+ * |---|---|---|
+ * | `sessionTimeout` | 30 seconds | the broker drops a member silent for this long |
+ * | `heartbeatInterval` | 1 second | also how fast a member notices a rebalance |
+ * | `rebalanceTimeout` | 60 seconds | how long the group waits for members to rejoin |
+ *
+ * @since 0.1.0
+ */
+export const GroupMode = Schema.Struct({
+  kind: Schema.Literal("group"),
+  groupId: Schema.NonEmptyString,
+  sessionTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("30 seconds"))),
+  heartbeatInterval: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("1 second"))),
+  rebalanceTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("60 seconds")))
+})
+
+/**
+ * TLS (and mTLS with `cert` + `key`), passed through to `node:tls`. PEM text.
+ *
+ * @since 0.1.0
+ */
+export const Tls = Schema.Struct({
+  /** CA certificate(s) the broker's certificate must chain to (PEM). Default: Node's trust store. */
+  ca: Schema.optionalKey(Schema.String),
+  /** Client certificate for mTLS (PEM). */
+  cert: Schema.optionalKey(Schema.String),
+  /** Client private key for mTLS (PEM). */
+  key: Schema.optionalKey(Schema.String),
+  /** Passphrase of an encrypted `key`. */
+  passphrase: Schema.optionalKey(Schema.String),
+  /** SNI / certificate host name, when it differs from the broker host. */
+  servername: Schema.optionalKey(Schema.String),
+  /** Verify the broker's certificate (default true; false only for tests). */
+  rejectUnauthorized: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true)))
+})
+
+/**
+ * SASL authentication (over TLS in any real deployment).
+ *
+ * @since 0.1.0
+ */
+export const Sasl = Schema.Struct({
+  mechanism: Schema.Literals(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
+  username: Schema.String,
+  password: Schema.String
+})
+
+/**
+ * The source's config.
+ *
+ * | field | default | meaning |
+ * |---|---|---|
+ * | `brokers` | (required) | bootstrap brokers, `"host:port"` |
+ * | `topic` | (required) | the topic to archive |
+ * | `name` | the topic | source name (first part of object keys) |
+ * | `clientId` | `"sluice"` | Kafka client id |
+ * | `mode` | (required) | `{ kind: "assign", ... }` or `{ kind: "group", groupId, ... }` |
+ * | `fetch.minBytes` | 1 | broker answers once this much data is ready … |
+ * | `fetch.maxWait` | 500 millis | … or after this long |
+ * | `fetch.maxBytes` | 16 MiB | per fetch response |
+ * | `fetch.partitionMaxBytes` | 1 MiB | per partition per fetch response |
+ * | `prefetch` | 256 | events (chunks) buffered ahead of the pipeline |
+ * | `isolation` | `"read_uncommitted"` | or `"read_committed"` (skip aborted transactions) |
+ * | `retentionGap` | `"fail"` | or `"record-and-continue"` |
+ * | `until` | `"forever"` | or `"caught-up"`: end the stream at the high watermark seen at assignment |
+ * | `lagRefresh` | 1 second | max age of the high watermark behind `lag` |
+ * | `connectTimeout` | 10 seconds | |
+ * | `requestTimeout` | 30 seconds | |
+ * | `tls` | none | see {@link Tls} |
+ * | `sasl` | none | see {@link Sasl} |
+ *
+ * @since 0.1.0
+ */
+export const KafkaConfig = Schema.Struct({
+  brokers: Schema.NonEmptyArray(Schema.String.check(Schema.isPattern(/^[^\s:]+:\d{1,5}$/, { expected: "\"host:port\"" }))),
+  topic: Schema.NonEmptyString,
+  name: Schema.optionalKey(Schema.NonEmptyString),
+  clientId: Schema.NonEmptyString.pipe(Schema.withDecodingDefaultKey(Effect.succeed("sluice"))),
+  mode: Schema.Union([AssignMode, GroupMode]),
+  fetch: Schema.Struct({
+    minBytes: Bytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>(1))),
+    maxWait: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>(500))),
+    maxBytes: Bytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("16 MiB"))),
+    partitionMaxBytes: Bytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("1 MiB")))
+  }).pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
+  prefetch: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(256))),
+  isolation: Schema.Literals(["read_uncommitted", "read_committed"]).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed<"read_uncommitted" | "read_committed">("read_uncommitted"))
+  ),
+  retentionGap: Schema.Literals(["fail", "record-and-continue"]).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed<"fail" | "record-and-continue">("fail"))
+  ),
+  until: Schema.Literals(["forever", "caught-up"]).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed<"forever" | "caught-up">("forever"))
+  ),
+  lagRefresh: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("1 second"))),
+  connectTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("10 seconds"))),
+  requestTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("30 seconds"))),
+  tls: Schema.optionalKey(Tls),
+  sasl: Schema.optionalKey(Sasl)
+})
+
+/**
+ * @since 0.1.0
+ */
+export type KafkaConfig = typeof KafkaConfig.Type
+
+/**
+ * Decodes plain config data; fails with a core `ConfigError` naming the field.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { KafkaConfig } from "@sluice/adapter-kafka"
+ *
+ * const config = Effect.runSync(KafkaConfig.decode({
+ *   brokers: ["127.0.0.1:19092"],
+ *   topic: "orders",
+ *   mode: { kind: "group", groupId: "archiver" }
+ * }))
+ * config.retentionGap // "fail"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const decode = (input: unknown): Effect.Effect<KafkaConfig, CoreConfig.ConfigError> =>
+  Config.decode("kafka", KafkaConfig, input)

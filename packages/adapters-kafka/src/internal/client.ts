@@ -1,0 +1,204 @@
+/**
+ * The few `@platformatic/kafka` operations the source needs, as Effects failing
+ * with a core `SourceError`.
+ *
+ * @internal
+ */
+import { Source } from "@sluice/core"
+import {
+  ConnectionPool,
+  Consumer,
+  FetchIsolationLevels,
+  kGetApi,
+  kGetConnection,
+  ListOffsetTimestamps
+} from "@platformatic/kafka"
+import type { ConnectionOptions, ConsumerOptions, fetchV17, offsetCommitV9 } from "@platformatic/kafka"
+import { Effect } from "effect"
+import type { KafkaConfig } from "../KafkaConfig.ts"
+
+export type KafkaConsumer = Consumer<Buffer, Buffer, Buffer, Buffer>
+
+/** Error shape of the client: `findBy` also searches nested errors. */
+interface ClientError {
+  readonly findBy?: (property: string, value: unknown) => unknown
+  readonly response?: unknown
+}
+
+/** The protocol error id (`"OFFSET_OUT_OF_RANGE"`, …) when the error carries `id`. */
+export const hasApiError = (error: unknown, id: string): boolean =>
+  typeof error === "object" && error !== null && typeof (error as ClientError).findBy === "function" &&
+  (error as ClientError).findBy?.("apiId", id) != null
+
+/** A group error that a rejoin fixes (stale generation, rebalance in progress, unknown member). */
+export const needsRejoin = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && typeof (error as ClientError).findBy === "function" &&
+  (error as ClientError).findBy?.("needsRejoin", true) != null
+
+/** The partial fetch response a `ResponseError` carries (other partitions' data). */
+export const fetchResponseOf = (error: unknown): FetchResponse | undefined => {
+  if (typeof error !== "object" || error === null) return undefined
+  const response = (error as ClientError).response
+  if (typeof response !== "object" || response === null || !("responses" in response)) return undefined
+  return response as FetchResponse
+}
+
+const describe = (error: unknown): string => {
+  if (error instanceof AggregateError && error.errors.length > 0) {
+    return `${error.message}: ${error.errors.map(describe).join("; ")}`
+  }
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** Wraps a client promise; failures become `SourceError`s. */
+export const attempt = <A>(source: string, operation: string, f: () => Promise<A>): Effect.Effect<A, Source.SourceError> =>
+  Effect.tryPromise({
+    try: f,
+    catch: (cause) => new Source.SourceError({ source, operation, message: `${operation}: ${describe(cause)}`, cause })
+  })
+
+/** Connection options from config (TLS / SASL passed through). */
+const connectionOptions = (config: KafkaConfig): ConnectionOptions => ({
+  connectTimeout: config.connectTimeout,
+  requestTimeout: config.requestTimeout,
+  ...(config.tls !== undefined ? { tls: { ...config.tls } } : {}),
+  ...(config.sasl !== undefined ? { sasl: { ...config.sasl } } : {})
+})
+
+/**
+ * A connection pool for fetches only. A broker answers the requests of one
+ * connection in order, so a long-polling fetch would hold back commits,
+ * heartbeats and offset look-ups queued behind it on the client's own pool
+ * (the Java client keeps a separate coordinator connection for the same
+ * reason).
+ */
+export const makeFetchPool = (config: KafkaConfig): ConnectionPool =>
+  new ConnectionPool(`${config.clientId}-fetch`, connectionOptions(config))
+
+/** Builds the client from config (TLS / SASL passed through). */
+export const makeConsumer = (config: KafkaConfig): KafkaConsumer => {
+  const groupId = config.mode.kind === "group" ? config.mode.groupId : (config.mode.groupId ?? `${config.clientId}-assign`)
+  const options: ConsumerOptions<Buffer, Buffer, Buffer, Buffer> = {
+    clientId: config.clientId,
+    bootstrapBrokers: [...config.brokers],
+    groupId,
+    ...connectionOptions(config),
+    timeout: config.requestTimeout,
+    maxWaitTime: config.fetch.maxWait,
+    minBytes: config.fetch.minBytes,
+    maxBytes: config.fetch.maxBytes,
+    isolationLevel: config.isolation === "read_committed"
+      ? FetchIsolationLevels.READ_COMMITTED
+      : FetchIsolationLevels.READ_UNCOMMITTED,
+    autocommit: false,
+    ...(config.mode.kind === "group"
+      ? {
+        sessionTimeout: config.mode.sessionTimeout,
+        heartbeatInterval: config.mode.heartbeatInterval,
+        rebalanceTimeout: config.mode.rebalanceTimeout
+      }
+      : {})
+  }
+  return new Consumer(options)
+}
+
+/** Log start (EARLIEST) or end (LATEST) offsets of `partitions`, by partition. */
+export const listOffsets = (
+  consumer: KafkaConsumer,
+  source: string,
+  topic: string,
+  partitions: ReadonlyArray<number>,
+  which: "earliest" | "latest"
+): Effect.Effect<Map<number, number>, Source.SourceError> =>
+  attempt(source, `listOffsets(${which})`, () =>
+    consumer.listOffsets({
+      topics: [topic],
+      partitions: { [topic]: [...partitions] },
+      timestamp: which === "earliest" ? ListOffsetTimestamps.EARLIEST : ListOffsetTimestamps.LATEST
+    })).pipe(Effect.map((offsets) => {
+      const byPartition = offsets.get(topic) ?? []
+      const out = new Map<number, number>()
+      for (const p of partitions) {
+        const o = byPartition[p]
+        if (o !== undefined) out.set(p, Number(o))
+      }
+      return out
+    }))
+
+/** Offsets committed under the consumer's group, by partition (absent: none). */
+export const committedOffsets = (
+  consumer: KafkaConsumer,
+  source: string,
+  topic: string,
+  partitions: ReadonlyArray<number>
+): Effect.Effect<Map<number, number>, Source.SourceError> =>
+  attempt(source, "listCommittedOffsets", () => consumer.listCommittedOffsets({ topics: [{ topic, partitions: [...partitions] }] }))
+    .pipe(Effect.map((offsets) => {
+      const byPartition = offsets.get(topic) ?? []
+      const out = new Map<number, number>()
+      for (const p of partitions) {
+        const o = byPartition[p]
+        if (o !== undefined && o >= 0n) out.set(p, Number(o))
+      }
+      return out
+    }))
+
+type OffsetCommitArgs = Parameters<typeof offsetCommitV9.api.async> extends [unknown, ...infer Rest] ? Rest : never
+type OffsetCommitResponse = offsetCommitV9.OffsetCommitResponse
+
+const callback = <A>(f: (cb: (error: Error | null, value?: A) => void) => void): Promise<A> =>
+  new Promise<A>((resolve, reject) =>
+    f((error, value) => {
+      if (error) reject(error)
+      else resolve(value as A)
+    })
+  )
+
+/**
+ * One OffsetCommit request with an explicit generation and member id.
+ *
+ * **Details**
+ *
+ * The client's own `commit` rejoins the group and retries with the *new*
+ * generation when the broker answers ILLEGAL_GENERATION / REBALANCE_IN_PROGRESS,
+ * which could commit a partition this member lost in the rebalance. This call
+ * never rejoins: a stale generation fails, and the caller decides (after the
+ * rejoin, and only if it still owns the partition).
+ */
+export const offsetCommit = (
+  consumer: KafkaConsumer,
+  args: {
+    readonly groupId: string
+    readonly generation: number
+    readonly memberId: string
+    readonly topic: string
+    readonly partition: number
+    readonly offset: number
+  }
+): Promise<OffsetCommitResponse> =>
+  (async () => {
+    const coordinatorId = await consumer.findGroupCoordinator()
+    const metadata = await consumer.metadata({ topics: [args.topic] })
+    const broker = metadata.brokers.get(coordinatorId)
+    if (broker === undefined) throw new Error(`group coordinator ${coordinatorId} is not in the cluster metadata`)
+    const connection = await callback<Parameters<Parameters<KafkaConsumer[typeof kGetConnection]>[1]>[1]>((cb) =>
+      consumer[kGetConnection](broker, cb)
+    )
+    if (connection === undefined) throw new Error("no connection to the group coordinator")
+    const api = await callback<import("@platformatic/kafka").API<OffsetCommitArgs, OffsetCommitResponse>>((cb) =>
+      consumer[kGetApi]<OffsetCommitArgs, OffsetCommitResponse>("OffsetCommit", cb)
+    )
+    return api.async(
+      connection,
+      args.groupId,
+      args.generation,
+      args.memberId,
+      null,
+      [{
+        name: args.topic,
+        partitions: [{ partitionIndex: args.partition, committedOffset: BigInt(args.offset), committedLeaderEpoch: -1 }]
+      }]
+    )
+  })()
+
+export type FetchResponse = fetchV17.FetchResponse

@@ -1,0 +1,266 @@
+/**
+ * Test support: the real broker (from SLUICE_KAFKA_BROKERS), topics, producing
+ * known payloads, reading committed offsets, and wrappers that check the
+ * commit invariant at every commit.
+ */
+import { Admin, ConfigResourceTypes, IncrementalAlterConfigOperationTypes, ListOffsetTimestamps, Producer } from "@platformatic/kafka"
+import { Batch, Memory } from "@sluice/core"
+import type { Source } from "@sluice/core"
+import { Effect, Stream } from "effect"
+
+const encoder = new TextEncoder()
+
+/** The broker list; fails (never skips) when the environment does not name one. */
+export const brokers = (): Array<string> => {
+  const value = process.env["SLUICE_KAFKA_BROKERS"]
+  if (value === undefined || value.trim() === "") {
+    throw new Error(
+      "SLUICE_KAFKA_BROKERS is not set. The Kafka tests need the real broker: run `bash scripts/kafka-broker.sh up` " +
+        "and `set -a; . .services/kafka.env; set +a` (npm test does both)."
+    )
+  }
+  return value.split(",").map((s) => s.trim())
+}
+
+let admin: Admin | undefined
+export const getAdmin = (): Admin => {
+  admin ??= new Admin({ clientId: "sluice-test-admin", bootstrapBrokers: brokers(), retries: 1, retryDelay: 200 })
+  return admin
+}
+
+let producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined
+const getProducer = () => {
+  producer ??= new Producer({ clientId: "sluice-test-producer", bootstrapBrokers: brokers(), retries: 1 })
+  return producer
+}
+
+export const closeClients = async (): Promise<void> => {
+  await producer?.close().catch(() => undefined)
+  await admin?.close().catch(() => undefined)
+  producer = undefined
+  admin = undefined
+}
+
+/** Fails with a clear message when the broker does not answer. */
+export const assertBrokerReachable = async (): Promise<void> => {
+  const list = brokers()
+  try {
+    await Promise.race([
+      getAdmin().metadata({ topics: [] }),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("no answer within 10 s")), 10_000))
+    ])
+  } catch (error) {
+    throw new Error(
+      `Kafka broker ${list.join(",")} (SLUICE_KAFKA_BROKERS) is unreachable: ${error instanceof Error ? error.message : String(error)}. ` +
+        "Start it with `bash scripts/kafka-broker.sh up`."
+    )
+  }
+}
+
+let topicSeq = 0
+/** A fresh topic name for one test. */
+export const topicName = (label: string): string =>
+  `sluice-${label}-${process.pid}-${Date.now().toString(36)}-${topicSeq++}`
+
+export const createTopic = async (
+  topic: string,
+  partitions: number,
+  configs: ReadonlyArray<{ name: string; value: string }> = []
+): Promise<void> => {
+  await getAdmin().createTopics({ topics: [topic], partitions, replicas: 1, configs: [...configs] })
+}
+
+export const setTopicConfig = async (topic: string, name: string, value: string): Promise<void> => {
+  await getAdmin().incrementalAlterConfigs({
+    resources: [{
+      resourceType: ConfigResourceTypes.TOPIC,
+      resourceName: topic,
+      configs: [{ name, value, configOperation: IncrementalAlterConfigOperationTypes.SET }]
+    }]
+  })
+}
+
+/** The payload of the record at (partition, offset) of a topic produced by {@link produce}. */
+export const payloadOf = (topic: string, partition: number, offset: number, recordBytes: number): Uint8Array =>
+  Memory.recordPayload(encoder, topic, partition, offset, recordBytes)
+
+/**
+ * Appends records `from .. from+count-1` to every partition, each record's
+ * payload naming its position (`<topic>/<partition>/<offset>`), so a fresh topic
+ * holds known bytes at known offsets.
+ */
+export const produce = async (
+  topic: string,
+  partitions: number,
+  options: { readonly from?: number; readonly count: number; readonly recordBytes: number; readonly perSend?: number }
+): Promise<void> => {
+  const from = options.from ?? 0
+  const perSend = options.perSend ?? 2000
+  const p = getProducer()
+  for (let start = from; start < from + options.count; start += perSend) {
+    const end = Math.min(from + options.count, start + perSend)
+    const messages = []
+    for (let partition = 0; partition < partitions; partition++) {
+      for (let offset = start; offset < end; offset++) {
+        messages.push({ topic, partition, value: Buffer.from(payloadOf(topic, partition, offset, options.recordBytes)) })
+      }
+    }
+    await p.send({ messages })
+  }
+}
+
+const offsets = async (topic: string, partitions: number, timestamp: bigint): Promise<Array<number>> => {
+  const answer = await getAdmin().listOffsets({
+    topics: [{
+      name: topic,
+      partitions: Array.from({ length: partitions }, (_, partitionIndex) => ({ partitionIndex, timestamp }))
+    }]
+  })
+  const out = new Array<number>(partitions).fill(-1)
+  for (const t of answer) for (const p of t.partitions) out[p.partitionIndex] = Number(p.offset)
+  return out
+}
+
+export const endOffsets = (topic: string, partitions: number) => offsets(topic, partitions, ListOffsetTimestamps.LATEST)
+export const startOffsets = (topic: string, partitions: number) => offsets(topic, partitions, ListOffsetTimestamps.EARLIEST)
+
+/** Offsets committed by `groupId` on `topic` (-1: none). */
+export const groupOffsets = async (groupId: string, topic: string, partitions: number): Promise<Array<number>> => {
+  const answer = await getAdmin().listConsumerGroupOffsets({ groups: [groupId] })
+  const out = new Array<number>(partitions).fill(-1)
+  for (const g of answer) {
+    for (const t of g.topics) {
+      if (t.name !== topic) continue
+      for (const p of t.partitions) out[p.partitionIndex] = Number(p.committedOffset)
+    }
+  }
+  return out
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Polls `check` until it holds, or fails after `timeoutMs`. */
+export const waitFor = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await sleep(50)
+  }
+}
+
+// --- the commit invariant ------------------------------------------------------
+
+/** Offset ranges per partition: verified in storage, or reported lost (retention gap). */
+export class Ranges {
+  private readonly byPartition = new Map<number, Array<[number, number]>>()
+
+  /** Adds `[from, to)`. */
+  add(partition: number, from: number, to: number): void {
+    const list = this.byPartition.get(partition) ?? []
+    list.push([from, to])
+    list.sort((a, b) => a[0] - b[0])
+    const merged: Array<[number, number]> = []
+    for (const r of list) {
+      const last = merged[merged.length - 1]
+      if (last !== undefined && r[0] <= last[1]) last[1] = Math.max(last[1], r[1])
+      else merged.push([r[0], r[1]])
+    }
+    this.byPartition.set(partition, merged)
+  }
+
+  /** Whether `[from, to)` is covered. */
+  covers(partition: number, from: number, to: number): boolean {
+    if (to <= from) return true
+    return (this.byPartition.get(partition) ?? []).some(([a, b]) => a <= from && to <= b)
+  }
+}
+
+/**
+ * Wraps a memory sink: a batch's offsets count as verified once `verify`
+ * succeeded (before the pipeline can commit them).
+ */
+export const verifyingSink = (verified: Ranges, sink: Memory.MemorySink = Memory.sink()): Memory.MemorySink => {
+  const ranges = new Map<string, { partition: number; first: number; last: number }>()
+  return {
+    ...sink,
+    putManifest: (manifest) =>
+      Effect.tap(sink.putManifest(manifest), () =>
+        Effect.sync(() => {
+          ranges.set(manifest.key, { partition: manifest.partition, first: manifest.firstOffset, last: manifest.lastOffset })
+        })),
+    verify: (receipt) =>
+      Effect.tap(sink.verify(receipt), () =>
+        Effect.sync(() => {
+          const r = ranges.get(receipt.key)
+          if (r !== undefined) verified.add(r.partition, r.first, r.last + 1)
+        }))
+  }
+}
+
+/**
+ * Wraps a source: at every commit, asserts that every offset from the previous
+ * commit point (or `from`) up to the new one is verified in storage or was
+ * reported lost by a retention gap. Violations are collected, not thrown, so a
+ * test can assert on them.
+ */
+export const checkingSource = <S extends Source.Source>(
+  source: S,
+  verified: Ranges,
+  from: ReadonlyMap<number, number> = new Map()
+): S & { readonly violations: Array<string>; readonly seen: Array<Source.SourceEvent> } => {
+  const violations: Array<string> = []
+  const seen: Array<Source.SourceEvent> = []
+  const lost = new Ranges()
+  const last = new Map(from)
+  const events = source.events.pipe(
+    Stream.tap((event) =>
+      Effect.sync(() => {
+        if (event._tag !== "RecordChunk") seen.push(event)
+        if (event._tag === "RetentionGap") lost.add(event.partition, event.expected, event.logStart)
+      })
+    )
+  )
+  const commit = (partition: number, nextOffset: number) =>
+    Effect.suspend(() => {
+      const start = last.get(partition) ?? 0
+      for (let o = start; o < nextOffset; o++) {
+        if (!verified.covers(partition, o, o + 1) && !lost.covers(partition, o, o + 1)) {
+          violations.push(`commit ${partition}@${nextOffset}: offset ${o} is not verified`)
+          break
+        }
+      }
+      last.set(partition, Math.max(start, nextOffset))
+      return source.commit(partition, nextOffset)
+    })
+  return { ...source, events, commit, violations, seen }
+}
+
+/**
+ * Reads every stored object back: how often each (partition, offset) was
+ * archived, and whether each payload is the one produced there.
+ */
+export const archived = (
+  topic: string,
+  sinks: ReadonlyArray<Memory.MemorySink>,
+  recordBytes: number
+): { readonly counts: Map<string, number>; readonly wrong: Array<string> } => {
+  const counts = new Map<string, number>()
+  const wrong: Array<string> = []
+  const decoder = new TextDecoder()
+  for (const sink of sinks) {
+    for (const [key, object] of sink.objects) {
+      const manifest = sink.manifests.get(key)
+      if (manifest === undefined) continue
+      const payloads = Batch.decodeBody(object.body)
+      if (payloads.length !== manifest.records) wrong.push(`${key}: ${payloads.length} payloads for ${manifest.records} records`)
+      payloads.forEach((payload, i) => {
+        const offset = manifest.firstOffset + i
+        const id = `${manifest.partition}/${offset}`
+        counts.set(id, (counts.get(id) ?? 0) + 1)
+        const expected = decoder.decode(payloadOf(topic, manifest.partition, offset, recordBytes))
+        if (decoder.decode(payload) !== expected && wrong.length < 10) wrong.push(`${id}: got ${decoder.decode(payload).slice(0, 40)}`)
+      })
+    }
+  }
+  return { counts, wrong }
+}
