@@ -412,7 +412,6 @@ export const start = <E = never>(
         stats.recordsVerified += batch.records
         stats.bytesVerified += batch.bytes
         metrics.recordsVerified.add(batch.records)
-        outstanding--
         yield* releaseBytes(batch.bytes)
         if (advance !== undefined) {
           const id = `${advance.source}/${advance.partition}`
@@ -425,6 +424,9 @@ export const start = <E = never>(
           }
           yield* commit
         }
+        // Only now: with an asynchronous source commit, counting the batch done
+        // before its commit lets the run complete (and close) mid-commit.
+        outstanding--
         yield* checkDone
       })
 
