@@ -26,6 +26,15 @@ export type ChecksumType = "FULL_OBJECT" | "COMPOSITE"
 /**
  * The checksum type a multipart upload uses for `algorithm`.
  *
+ * **Example**
+ *
+ * ```ts
+ * import { Checksums } from "@sluice/adapter-s3"
+ *
+ * Checksums.multipartType("CRC64NVME") // "FULL_OBJECT"
+ * Checksums.multipartType("SHA256")    // "COMPOSITE"
+ * ```
+ *
  * @since 0.1.0
  */
 export const multipartType = (algorithm: ChecksumAlgorithm): ChecksumType =>
@@ -64,12 +73,28 @@ export const digest = async (algorithm: ChecksumAlgorithm, data: Uint8Array): Pr
 /**
  * Base64 text of a digest, as S3 prints it in `x-amz-checksum-*` headers.
  *
+ * **Example**
+ *
+ * ```ts
+ * import { Checksums } from "@sluice/adapter-s3"
+ *
+ * Checksums.toBase64(new Uint8Array([1, 2, 3])) // "AQID"
+ * ```
+ *
  * @since 0.1.0
  */
 export const toBase64 = (raw: Uint8Array): string => Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString("base64")
 
 /**
  * The part boundaries of a multipart upload of `size` bytes.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Checksums } from "@sluice/adapter-s3"
+ *
+ * Checksums.partRanges(12, 5) // [{ start: 0, end: 5 }, { start: 5, end: 10 }, { start: 10, end: 12 }]
+ * ```
  *
  * @since 0.1.0
  */
@@ -110,6 +135,16 @@ export const objectChecksum = async (
 
 /**
  * S3's composite checksum of a multipart upload from its part digests.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Checksums } from "@sluice/adapter-s3"
+ *
+ * const parts = [new Uint8Array(5), new Uint8Array(3)]
+ * const digests = await Promise.all(parts.map((p) => Checksums.digest("SHA256", p)))
+ * const value = await Checksums.compositeOf("SHA256", digests) // "…=-2"
+ * ```
  *
  * @since 0.1.0
  */

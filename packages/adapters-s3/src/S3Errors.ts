@@ -20,6 +20,14 @@ type SdkError = Parameters<typeof isThrottlingError>[0]
  * Codes meaning the store refused the bytes we sent as not matching their
  * checksum: never retried blindly (the body is wrong, not the network).
  *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * S3Errors.DIGEST_CODES.has("BadDigest") // true
+ * ```
+ *
  * @since 0.1.0
  */
 export const DIGEST_CODES: ReadonlySet<string> = new Set([
@@ -66,6 +74,15 @@ const str = (v: unknown): string | undefined => (typeof v === "string" && v !== 
  * The HTTP status of an SDK error: `$metadata.httpStatusCode`, else
  * `$response.statusCode`; `undefined` when there was no response.
  *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * S3Errors.statusOf({ name: "SlowDown", $metadata: { httpStatusCode: 503 } }) // 503
+ * S3Errors.statusOf(new Error("socket hang up"))                            // undefined
+ * ```
+ *
  * @since 0.1.0
  */
 export const statusOf = (error: unknown): number | undefined => {
@@ -78,6 +95,14 @@ export const statusOf = (error: unknown): number | undefined => {
  * The provider error code: the SDK's `name` (`SlowDown`, `BadDigest`, `Unknown`
  * for a bodiless response, `TimeoutError`), else a Node socket code
  * (`ECONNRESET`).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * S3Errors.codeOf(Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" })) // "ECONNRESET"
+ * ```
  *
  * @since 0.1.0
  */
@@ -123,6 +148,15 @@ export const parseRetryAfter = (value: string | undefined, now: number): number 
 
 /**
  * The server-requested delay of an SDK error's response, in milliseconds.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * const e = { name: "SlowDown", $response: { statusCode: 503, headers: { "retry-after": "2" } } }
+ * S3Errors.retryAfterOf(e) // 2000
+ * ```
  *
  * @since 0.1.0
  */
@@ -201,6 +235,14 @@ export const classify = (error: unknown, stage: Failure.Stage, now: number = Dat
 /**
  * Whether `error` is the store refusing a body whose checksum did not match
  * (`BadDigest` & co.).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * S3Errors.isDigestMismatch({ name: "BadDigest", $metadata: { httpStatusCode: 400 } }) // true
+ * ```
  *
  * @since 0.1.0
  */

@@ -58,6 +58,18 @@ export interface S3Sink extends Sink.Sink {
 /**
  * The S3 sink as a service, provided by {@link layer}.
  *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { S3Sink } from "@sluice/adapter-s3"
+ *
+ * const name = Effect.gen(function*() {
+ *   const sink = yield* S3Sink.S3SinkService
+ *   return sink.name
+ * })
+ * ```
+ *
  * @since 0.1.0
  */
 export class S3SinkService extends Context.Service<S3SinkService, S3Sink>()("@sluice/adapter-s3/S3Sink") {}
@@ -77,6 +89,15 @@ export interface MakeOptions {
 /**
  * Builds the SDK client for a config: one attempt per request (by default), no
  * SDK-side checksums (the sink sends its own), keep-alive sockets.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { S3Config, S3Sink } from "@sluice/adapter-s3"
+ *
+ * const client = Effect.map(S3Config.decode({ bucket: "archive", region: "eu-west-1" }), S3Sink.makeClient)
+ * ```
  *
  * @since 0.1.0
  */
@@ -193,6 +214,17 @@ export const layer = (config: unknown, options: MakeOptions = {}): Layer.Layer<S
 /**
  * Builds the sink on an existing client and decoded config (no scope: the
  * caller owns the client).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Client } from "@aws-sdk/client-s3"
+ * import { Effect } from "effect"
+ * import { S3Config, S3Sink } from "@sluice/adapter-s3"
+ *
+ * const shared = new S3Client({ region: "eu-west-1", maxAttempts: 1 })
+ * const sink = Effect.map(S3Config.decode({ bucket: "archive" }), (cfg) => S3Sink.fromClient(cfg, shared))
+ * ```
  *
  * @since 0.1.0
  */
