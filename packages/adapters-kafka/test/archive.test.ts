@@ -5,14 +5,14 @@
  */
 import { Fixed, Memory, Pipeline } from "@sluice/core"
 import { Effect, Exit, Fiber, Scope } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import * as KafkaSource from "../src/KafkaSource.ts"
 import {
   archived,
-  assertBrokerReachable,
   brokers,
   checkingSource,
   closeClients,
+  requireBroker,
   createTopic,
   endOffsets,
   groupOffsets,
@@ -25,11 +25,11 @@ import {
 
 const RECORD_BYTES = 100
 
-beforeAll(assertBrokerReachable)
 afterAll(closeClients)
 
 describe("KafkaSource with the core pipeline", () => {
   it("archives every record exactly once and commits the end offsets, only over verified batches", async () => {
+    await requireBroker()
     const topic = topicName("archive")
     const partitions = 4
     const perPartition = 2500
@@ -73,6 +73,7 @@ describe("KafkaSource with the core pipeline", () => {
   })
 
   it("resumes after a crash from the last committed offset: no loss, every offset committed once", async () => {
+    await requireBroker()
     const topic = topicName("crash")
     const partitions = 3
     const perPartition = 3000
@@ -135,6 +136,7 @@ describe("KafkaSource with the core pipeline", () => {
   })
 
   it("pauses fetching while the read gate is closed and resumes when it opens", async () => {
+    await requireBroker()
     const topic = topicName("pause")
     const partitions = 2
     await createTopic(topic, partitions)

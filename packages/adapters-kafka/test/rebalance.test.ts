@@ -5,14 +5,14 @@
  */
 import { Fixed, Memory, Pipeline } from "@sluice/core"
 import { Effect, Exit, Fiber, Scope } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import * as KafkaSource from "../src/KafkaSource.ts"
 import {
   archived,
-  assertBrokerReachable,
   brokers,
   checkingSource,
   closeClients,
+  requireBroker,
   createTopic,
   endOffsets,
   groupOffsets,
@@ -25,11 +25,11 @@ import {
 
 const RECORD_BYTES = 100
 
-beforeAll(assertBrokerReachable)
 afterAll(closeClients)
 
 describe("consumer-group rebalance", () => {
   it("two members: revoked partitions are never committed past an unverified batch", async () => {
+    await requireBroker()
     const topic = topicName("rebalance")
     const partitions = 4
     const perPartition = 3000

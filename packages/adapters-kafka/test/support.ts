@@ -41,8 +41,18 @@ export const closeClients = async (): Promise<void> => {
   admin = undefined
 }
 
+let reachable: Promise<void> | undefined
+/**
+ * Called first in every test: fails the test (never skips it) with a clear
+ * message when the broker is not configured or does not answer.
+ */
+export const requireBroker = (): Promise<void> => {
+  reachable ??= assertBrokerReachable()
+  return reachable
+}
+
 /** Fails with a clear message when the broker does not answer. */
-export const assertBrokerReachable = async (): Promise<void> => {
+const assertBrokerReachable = async (): Promise<void> => {
   const list = brokers()
   try {
     await Promise.race([
