@@ -101,7 +101,9 @@ describe("KafkaSource with the core pipeline", () => {
     await Effect.runPromise(Fiber.interrupt(fiber))
     await Effect.runPromise(Scope.close(scope, Exit.void))
     const afterCrash = await groupOffsets(groupId, topic, partitions)
-    expect(afterCrash.some((o, p) => o < perPartition && o >= 0 && o === source1.committed.get(p))).toBe(true)
+    // Kafka holds at least what run 1 saw acknowledged (a commit in flight at the
+    // interrupt may have landed too), and the crash came mid-run.
+    afterCrash.forEach((o, p) => expect(o).toBeGreaterThanOrEqual(source1.committed.get(p) ?? -1))
     expect(afterCrash.reduce((a, b) => a + Math.max(0, b), 0)).toBeLessThan(partitions * perPartition)
 
     // Run 2: restart; reads on from the committed offsets.
