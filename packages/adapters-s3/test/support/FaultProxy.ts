@@ -44,6 +44,8 @@ export interface Hit {
   readonly method: string
   readonly path: string
   readonly fault: Fault["_tag"] | undefined
+  /** Wall-clock ms when the proxy received it. */
+  readonly at: number
 }
 
 /** A running proxy. */
@@ -164,7 +166,7 @@ export const start = async (target: string, rules: ReadonlyArray<Rule> = []): Pr
     const method = req.method ?? "GET"
     const path = req.url ?? "/"
     const fault = pick(method, path)
-    hits.push({ method, path, fault: fault?._tag })
+    hits.push({ method, path, fault: fault?._tag, at: Date.now() })
     if (fault === undefined) return forward(req, res, false)
     switch (fault._tag) {
       case "Reset":

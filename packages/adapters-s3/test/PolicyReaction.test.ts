@@ -1,0 +1,64 @@
+/**
+ * The policies react to real throttles from the real SDK: a SlowDown storm from
+ * the fault proxy cuts upload concurrency and sets a client-side request rate,
+ * retries of a throttled object are spaced out (never re-sent at the rate that was
+ * throttled), and nothing is committed before it is verified.
+ */
+import { Fixed, Memory, Pipeline } from "@sluice/core"
+import type { Knob } from "@sluice/core"
+import { Throttle } from "@sluice/policies"
+import { Effect, Layer, Stream } from "effect"
+import { beforeAll, describe, expect, it } from "vitest"
+import * as S3Sink from "../src/S3Sink.ts"
+import * as Env from "./support/Env.ts"
+import * as FaultProxy from "./support/FaultProxy.ts"
+
+beforeAll(Env.requireServer)
+
+describe("policy reaction to real throttles", () => {
+  it("a SlowDown storm cuts concurrency, limits the rate and spaces retries; all records land once", async () => {
+    const bucket = await Env.newBucket("reaction")
+    const partitions = 4
+    const records = 4_000
+    const outcome = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const proxy = yield* FaultProxy.make(Env.env().endpoint, [
+        { method: "PUT", path: /\.rec$/, skip: 2, times: 6, fault: FaultProxy.slowDown() }
+      ])
+      const s3 = yield* S3Sink.make(Env.sinkConfig(bucket, {}, proxy.endpoint))
+      const source = Memory.source({ name: "orders", partitions, records, recordBytes: 100, chunkRecords: 250 })
+      const handle = yield* Pipeline.start({
+        source,
+        sink: s3,
+        config: { batch: { records: 500 }, tick: 20 },
+        policies: Layer.mergeAll(
+          Fixed.layer({ concurrency: 8 }),
+          Throttle.layer({ throttleRetryBaseMillis: 200, restoreAfterMillis: "60 seconds" })
+        )
+      })
+      const seen: Array<Knob.KnobValues> = []
+      yield* handle.knobs.changes.pipe(Stream.runForEach((v) => Effect.sync(() => void seen.push(v))), Effect.forkScoped)
+      const stats = yield* handle.await
+      return { stats, seen, hits: proxy.hits, source }
+    })))
+    const { stats, seen, hits, source } = outcome
+    expect(stats.throttles).toBe(6)
+    // Concurrency cut below the fixed 8, and a client-side rate set.
+    expect(seen[0]?.concurrency).toBe(8)
+    expect(Math.min(...seen.map((v) => v.concurrency))).toBeLessThan(8)
+    expect(seen.some((v) => v.rate !== null)).toBe(true)
+    // Every throttled object was re-sent only after a spaced-out delay (≥ half the
+    // 200 ms base, the jitter's lower bound), never immediately.
+    const puts = hits.filter((h) => h.method === "PUT" && /\.rec(\?|$)/.test(h.path))
+    const throttled = puts.filter((h) => h.fault === "Error")
+    expect(throttled).toHaveLength(6)
+    for (const t of throttled) {
+      const retry = puts.find((h) => h.path === t.path && h.at >= t.at && h !== t && h.fault === undefined)
+      expect(retry).toBeDefined()
+      expect((retry?.at ?? 0) - t.at).toBeGreaterThanOrEqual(100)
+    }
+    // All records committed, none past what was verified.
+    expect(stats.recordsCommitted).toBe(partitions * records)
+    expect(stats.recordsCommitted).toBeLessThanOrEqual(stats.recordsVerified)
+    for (let p = 0; p < partitions; p++) expect(source.committed.get(p)).toBe(records)
+  })
+})
