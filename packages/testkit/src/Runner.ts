@@ -256,8 +256,10 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
     for (const b of perInstance) bytesVerified += b
     let committedNotVerified = 0
     let lostRecords = 0
+    let foundLost = 0
     for (const consumer of consumers) {
       lostRecords += consumer.lostAt(now)
+      foundLost += consumer.lostFound()
       for (const [partition, nextOffset] of consumer.committed) {
         const covered: Array<readonly [number, number]> = [
           ...(store.verified.get(`${consumer.name}/${partition}`) ?? [])
@@ -283,6 +285,7 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
       recoverySeconds: Summaries.recoverySeconds(rows, sampleMillis, Summaries.lastRevert(phases, batch.bytes, batch.records)),
       maxInflightBytes: Math.max(0, ...handles.map((h) => h.stats().maxInflightBytes)),
       lostRecords,
+      undetectedLostRecords: Math.max(0, foundLost - handles.reduce((sum, h) => sum + h.stats().retentionGapRecords, 0)),
       committedNotVerified,
       fairness: round3(Summaries.jain(perInstance)) ?? 1,
       bytesVerified,

@@ -140,6 +140,7 @@ export const metricNames = [
   "recoverySeconds",
   "maxInflightBytes",
   "lostRecords",
+  "undetectedLostRecords",
   "committedNotVerified",
   "fairness"
 ] as const
@@ -162,6 +163,7 @@ export const Expect = Schema.Struct({
   recoverySeconds: Schema.optionalKey(Bound),
   maxInflightBytes: Schema.optionalKey(Bound),
   lostRecords: Schema.optionalKey(Bound),
+  undetectedLostRecords: Schema.optionalKey(Bound),
   committedNotVerified: Schema.optionalKey(Bound),
   fairness: Schema.optionalKey(Bound)
 })

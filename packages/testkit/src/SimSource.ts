@@ -189,21 +189,16 @@ const makeConsumer = (log: SimLog, partitions: ReadonlyArray<number>): SimConsum
   let lost = 0
   let paused = false
   let nextFetchAt = 0
-  let started = false
-
-  const start = (now: number) => {
-    started = true
-    // auto.offset.reset = earliest: start at the log start.
-    const from = log.startOffset(now)
-    for (const p of partitions) {
-      positions.set(p, from)
-      startPositions.set(p, from)
-    }
+  // auto.offset.reset = earliest: start at the log start of time 0 (consumers
+  // are made when the simulation starts).
+  const from = log.startOffset(0)
+  for (const p of partitions) {
+    positions.set(p, from)
+    startPositions.set(p, from)
   }
 
   /** One fetch at `now`: a retention gap and a chunk per partition, as needed. */
   const fetch = (now: number): { readonly events: Array<Record.RecordChunk | Source.RetentionGap>; readonly behind: boolean } => {
-    if (!started) start(now)
     const end = log.endOffset(now)
     const logStart = log.startOffset(now)
     const events: Array<Record.RecordChunk | Source.RetentionGap> = []
@@ -234,7 +229,9 @@ const makeConsumer = (log: SimLog, partitions: ReadonlyArray<number>): SimConsum
         yield* Effect.sleep(params.fetchIntervalMillis)
         continue
       }
-      if (now < nextFetchAt) {
+      // Virtual time is fractional (store latencies): a wake-up a hair early must
+      // not become a zero-length sleep loop.
+      if (nextFetchAt - now > 0.001) {
         yield* Effect.sleep(nextFetchAt - now)
         continue
       }

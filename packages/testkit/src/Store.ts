@@ -254,9 +254,10 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
         outcome = "SlowDown"
       }
       if (outcome === "ok" && uError < params.errorRate) outcome = "InternalError"
-      const millis = outcome === "ok"
-        ? serviceMillis(params, bytes, inflight, exp1)
-        : params.baseLatencyMillis * (1 + params.jitter * exp1)
+      // Whole microseconds keep virtual timestamps exact enough to compare.
+      const millis = Math.round(
+        (outcome === "ok" ? serviceMillis(params, bytes, inflight, exp1) : params.baseLatencyMillis * (1 + params.jitter * exp1)) * 1000
+      ) / 1000
       return Effect.sleep(millis).pipe(
         Effect.onExit(() =>
           Effect.sync(() => {

@@ -11,6 +11,7 @@
  * | `recoverySeconds` | after the last event that ends a degradation (store worse than at start), seconds until goodput over a 1-second window is ≥ 90 % of the oracle over that window; `null` if it never is, or nothing was degraded |
  * | `maxInflightBytes` | highest bytes held by one instance (open + sealed + uploading) |
  * | `lostRecords` | records deleted by retention before being read (found or not yet found) |
+ * | `undetectedLostRecords` | records lost before the run's last read that no `RetentionGap` reported to the pipeline (must be 0) |
  * | `committedNotVerified` | committed records not covered by a verified object or a reported retention gap (must be 0) |
  * | `fairness` | Jain's index over instances' verified bytes: (Σx)² ÷ (n·Σx²); 1 for one instance |
  * | `wallMillis` | wall time of the run |
@@ -40,6 +41,7 @@ export interface Summary {
   readonly recoverySeconds: number | null
   readonly maxInflightBytes: number
   readonly lostRecords: number
+  readonly undetectedLostRecords: number
   readonly committedNotVerified: number
   readonly fairness: number
   readonly bytesVerified: number

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Scenario from "../src/Scenario.ts"
+
+const example = {
+  name: "knee-24",
+  seed: 7,
+  duration: "300 seconds",
+  source: { recordsPerSecond: 1000000, recordBytes: 150, partitions: 24 },
+  store: {
+    baseLatency: "8 millis",
+    bandwidthPerRequest: "64 MiB/s",
+    knee: 24,
+    jitter: 0.1,
+    throttleAbove: 48,
+    throttleProbability: 0.5,
+    errorRate: 0,
+    rateLimit: null
+  },
+  pipeline: { memoryBudget: "256 MiB" },
+  events: [{ at: "60 seconds", store: { baseLatency: "80 millis" } }, { at: "120 seconds", store: { baseLatency: "8 millis" } }],
+  expect: { goodputRatio: { min: 0.9 }, recoverySeconds: { max: 15 } }
+}
+
+describe("Scenario", () => {
+  it.effect("decodes the issue's example: durations, sizes and bandwidths as text", () =>
+    Effect.gen(function*() {
+      const s = yield* Scenario.decode(example)
+      expect(s.duration).toBe(300_000)
+      expect(s.store.baseLatency).toBe(8)
+      expect(s.store.bandwidthPerRequest).toBe(64 * 1024 * 1024)
+      expect(s.pipeline.memoryBudget).toBe(256 * 1024 * 1024)
+      expect(s.events[0]?.at).toBe(60_000)
+      expect(s.instances).toBe(1)
+    }))
+
+  it.effect("rejects unknown fields, naming them", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(Scenario.decode({ ...example, store: { ...example.store, kneee: 3 } }))
+      expect(error._tag).toBe("ConfigError")
+      expect(error.message).toContain("kneee")
+    }))
+
+  it.effect("rejects bad values, naming the field", () =>
+    Effect.gen(function*() {
+      const badDuration = yield* Effect.flip(Scenario.decode({ ...example, events: [{ at: "soon" }] }))
+      expect(badDuration.message).toContain("at")
+      expect(badDuration.message).toContain("soon")
+      const badProbability = yield* Effect.flip(Scenario.decode({ ...example, store: { ...example.store, errorRate: 2 } }))
+      expect(badProbability.message).toContain("errorRate")
+      const badBandwidth = yield* Effect.flip(Scenario.decode({ ...example, store: { ...example.store, bandwidthPerRequest: "fast" } }))
+      expect(badBandwidth.message).toContain("bandwidthPerRequest")
+    }))
+})

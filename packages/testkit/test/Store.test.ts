@@ -1,0 +1,114 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import type { Batch } from "@sluice/core"
+import * as Store from "../src/Store.ts"
+
+const batch = (records: number, recordBytes: number, offset = 0): Batch.SealedBatch => ({
+  key: `k/${offset}`,
+  source: "s",
+  partition: 0,
+  sequence: offset,
+  firstOffset: offset,
+  lastOffset: offset + records - 1,
+  records,
+  bytes: records * recordBytes,
+  sealReason: "records",
+  openedAt: 0,
+  sealedAt: 0,
+  chunks: []
+})
+
+const quiet: Store.StoreParams = { ...Store.defaultParams, jitter: 0, bandwidthBytesPerSecond: 1_000_000, baseLatencyMillis: 10, knee: 2 }
+
+describe("Store", () => {
+  it.effect("latency = base + bytes/bandwidth, unloaded", () =>
+    Effect.gen(function*() {
+      const store = Store.make(quiet, 1)
+      const sink = store.sink(0)
+      // 1000 records of 96 B -> body 100_000 B -> 100 ms at 1 MB/s, + 10 ms base
+      const fiber = yield* Effect.forkChild(sink.putObject(batch(1000, 96)))
+      yield* TestClock.adjust(109)
+      expect(fiber.pollUnsafe()).toBeUndefined()
+      yield* TestClock.adjust(1)
+      const receipt = yield* Fiber.join(fiber)
+      expect(receipt.objectBytes).toBe(100_000)
+      const [request] = store.requests
+      expect(request).toMatchObject({ operation: "putObject", startedAt: 0, endedAt: 110, bytes: 100_000, outcome: "ok" })
+    }))
+
+  it.effect("above the knee latency grows with inflight / knee", () =>
+    Effect.gen(function*() {
+      const store = Store.make(quiet, 1)
+      const sink = store.sink(0)
+      // 4 concurrent requests, knee 2: the 3rd is x1.5, the 4th x2
+      const fibers = yield* Effect.forEach([0, 1, 2, 3], (i) => Effect.forkChild(sink.putObject(batch(1000, 96, i * 1000))))
+      yield* TestClock.adjust(1000)
+      yield* Effect.forEach(fibers, Fiber.join)
+      expect(store.requests.map((r) => r.endedAt - r.startedAt)).toEqual([110, 110, 165, 220])
+      expect(store.counters.maxInflight).toBe(4)
+    }))
+
+  it.effect("throttles above throttleAbove with 503 SlowDown, fails with 500 at errorRate", () =>
+    Effect.gen(function*() {
+      const store = Store.make({ ...quiet, throttleAbove: 1, throttleProbability: 1 }, 1)
+      const sink = store.sink(0)
+      const a = yield* Effect.forkChild(Effect.exit(sink.putObject(batch(10, 10, 0))))
+      const b = yield* Effect.forkChild(Effect.exit(sink.putObject(batch(10, 10, 10))))
+      yield* TestClock.adjust(1000)
+      expect(Exit.isSuccess(yield* Fiber.join(a))).toBe(true)
+      const throttled = yield* Fiber.join(b)
+      expect(Exit.isFailure(throttled)).toBe(true)
+      if (Exit.isFailure(throttled)) {
+        const error = throttled.cause.reasons[0]
+        expect(error?._tag === "Fail" && error.error).toMatchObject({ failureClass: "Throttled", code: "SlowDown", status: 503 })
+      }
+      store.update({ throttleAbove: null, errorRate: 1 })
+      const c = yield* Effect.forkChild(Effect.flip(sink.putManifest({} as never)))
+      yield* TestClock.adjust(1000)
+      expect(yield* Fiber.join(c)).toMatchObject({ failureClass: "Transient", code: "InternalError", status: 500 })
+      expect(store.counters).toMatchObject({ requests: 3, throttled: 1, errors: 1 })
+    }))
+
+  it.effect("rate-limits object uploads with 429 and Retry-After", () =>
+    Effect.gen(function*() {
+      const store = Store.make({ ...quiet, rateLimit: 2 }, 1)
+      const sink = store.sink(0)
+      const fibers = yield* Effect.forEach([0, 1, 2], (i) => Effect.forkChild(Effect.exit(sink.putObject(batch(10, 10, i * 10)))))
+      yield* TestClock.adjust(1000)
+      const exits = yield* Effect.forEach(fibers, Fiber.join)
+      expect(exits.map(Exit.isSuccess)).toEqual([true, true, false])
+      const third = exits[2]
+      if (third !== undefined && Exit.isFailure(third)) {
+        const error = third.cause.reasons[0]
+        expect(error?._tag === "Fail" && error.error).toMatchObject({ code: "TooManyRequests", status: 429, retryAfterMillis: 1000 })
+      }
+      expect(store.counters.rateLimited).toBe(1)
+    }))
+
+  it.effect("parameter changes apply to later requests; verify proves stored objects only", () =>
+    Effect.gen(function*() {
+      const store = Store.make(quiet, 1)
+      const sink = store.sink(0)
+      store.update({ baseLatencyMillis: 100 })
+      const put = yield* Effect.forkChild(sink.putObject(batch(1000, 96)))
+      yield* TestClock.adjust(200)
+      const receipt = yield* Fiber.join(put)
+      expect(store.requests[0]?.endedAt).toBe(200)
+      const ok = yield* Effect.forkChild(sink.verify(receipt))
+      const missing = yield* Effect.forkChild(Effect.flip(sink.verify({ ...receipt, key: "nope" })))
+      yield* TestClock.adjust(200)
+      expect((yield* Fiber.join(ok)).key).toBe(receipt.key)
+      expect(yield* Fiber.join(missing)).toMatchObject({ _tag: "VerificationFailed", reason: "Missing" })
+      expect(store.verified.get("s/0")).toEqual([[0, 999]])
+    }))
+
+  it("computes the oracle capacity at the knee", () => {
+    const p: Store.StoreParams = { ...Store.defaultParams, baseLatencyMillis: 10, bandwidthBytesPerSecond: 1e6, knee: 4 }
+    // batch of 1000 records of 96 B: put 110 ms (+ framing), manifest 10.512, verify 10
+    const service = Store.batchServiceMillis(p, 96_000, 1000)
+    expect(service).toBeCloseTo(110 + 10.512 + 10, 6)
+    expect(Store.capacityBytesPerSecond(p, 96_000, 1000)).toBeCloseTo((4 * 96_000 * 1000) / service, 6)
+    expect(Store.capacityBytesPerSecond({ ...p, rateLimit: 1 }, 96_000, 1000)).toBe(96_000)
+  })
+})
