@@ -1,0 +1,68 @@
+/**
+ * The conformance suite: `conformance(policy, config)` generates vitest tests
+ * that any policy core must pass (see `Properties` for what each proves). Import
+ * it from `@sluice/testkit/conformance` inside a test file.
+ *
+ * @since 0.1.0
+ */
+import { Result } from "effect"
+import { describe, expect, it } from "vitest"
+import { Config } from "@sluice/core"
+import type { Policy } from "@sluice/core"
+import * as Properties from "./Properties.ts"
+
+/**
+ * Options of the suite.
+ *
+ * @since 0.1.0
+ */
+export interface ConformanceOptions {
+  /** The world to drive in (default `Properties.standardWorld`). */
+  readonly world?: Properties.World
+  /** Properties expected to fail (e.g. `Fixed` fails backoff and recovery by design). */
+  readonly expectFailure?: ReadonlyArray<string>
+}
+
+/**
+ * Generates a `describe` block with one test per property.
+ *
+ * **Example** (a test file of a third-party policy)
+ *
+ * ```ts
+ * import { conformance } from "@sluice/testkit/conformance"
+ * import { MyPolicy } from "../src/MyPolicy.ts"
+ *
+ * conformance(MyPolicy, { floor: 1, ceiling: 64 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const conformance = <C, S>(policy: Policy.Policy<C, S>, input: unknown = {}, options: ConformanceOptions = {}): void => {
+  const world = options.world ?? Properties.standardWorld
+  const expectFailure = new Set(options.expectFailure ?? [])
+  describe(`conformance: ${policy.name}`, () => {
+    const decoded = Config.decodeResult(policy.name, policy.config, input)
+    it("config decodes", () => {
+      expect(Result.isSuccess(decoded) ? "ok" : decoded.failure.message).toBe("ok")
+    })
+    if (Result.isFailure(decoded)) return
+    const config = decoded.success
+    const properties: ReadonlyArray<readonly [string, () => Properties.Verdict]> = [
+      ["never below floor, never above ceiling", () => Properties.withinBounds(policy, config, world)],
+      ["backs off under sustained overload", () => Properties.backsOffUnderOverload(policy, config, world)],
+      ["recovers through its probe after the overload clears", () => Properties.recoversAfterOverload(policy, config, world)],
+      ["is deterministic for a seed", () => Properties.deterministic(policy, config, world)],
+      ["proposes no NaN or Infinity", () => Properties.finiteProposals(policy, config, world)]
+    ]
+    for (const [title, check] of properties) {
+      it(title, () => {
+        const verdict = check()
+        if (expectFailure.has(verdict.property)) {
+          expect(verdict.pass, `${verdict.property} was expected to fail: ${verdict.detail}`).toBe(false)
+        } else {
+          expect(verdict.pass, `${verdict.property}: ${verdict.detail}`).toBe(true)
+        }
+      })
+    }
+  })
+}
