@@ -17,7 +17,7 @@ const Halver: Policy.Policy<typeof HalveConfig.Type, HalveState> = {
   config: HalveConfig,
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
   probe: () => ({ _tag: "RestoreProbe", afterMillis: 1_000 }),
-  init: (c) => ({ limit: 8, minLatency: Infinity, lastChange: 0 }),
+  init: () => ({ limit: 8, minLatency: Infinity, lastChange: 0 }),
   initial: (s) => ({ concurrency: s.limit }),
   step: (s, signal, now) => {
     const congested = (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") ||
@@ -48,15 +48,14 @@ describe("Properties", () => {
 
   it("catches a policy that goes below its floor or proposes NaN", () => {
     const Broken: Policy.Policy<{}, number> = {
-      ...Halver,
       name: "broken",
       config: Schema.Struct({}),
       bounds: () => ({ concurrency: { floor: 2, ceiling: 16 } }),
+      probe: () => ({ _tag: "RestoreProbe", afterMillis: 1_000 }),
       init: () => 8,
       initial: (s) => ({ concurrency: s }),
-      step: (s, signal) =>
-        signal._tag === "Failure" ? { state: s / 2, proposal: { concurrency: s / 2 } } : { state: s }
-    } as unknown as Policy.Policy<{}, number>
+      step: (s, signal) => signal._tag === "Failure" ? { state: s / 2, proposal: { concurrency: s / 2 } } : { state: s }
+    }
     expect(Properties.withinBounds(Broken, {}).pass).toBe(false)
     const NaNPolicy: Policy.Policy<{}, number> = {
       ...Broken,

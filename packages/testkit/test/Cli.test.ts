@@ -1,0 +1,69 @@
+import { describe, expect, it } from "@effect/vitest"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Cli from "../src/Cli.ts"
+
+const dir = mkdtempSync(join(tmpdir(), "sluice-sim-"))
+const scenario = (expect: object) => ({
+  name: "cli-small",
+  seed: 2,
+  duration: "10 seconds",
+  source: { recordsPerSecond: 100_000, recordBytes: 100, partitions: 2 },
+  store: { baseLatency: "8 millis", bandwidthPerRequest: "64 MiB/s", knee: 24, jitter: 0.1 },
+  pipeline: { memoryBudget: "32 MiB", batch: { records: 20_000, maxAge: "1 second" } },
+  events: [{ at: "5 seconds", store: { baseLatency: "20 millis" } }],
+  expect
+})
+writeFileSync(join(dir, "ok.json"), JSON.stringify(scenario({ committedNotVerified: { max: 0 } })))
+writeFileSync(join(dir, "strict.json"), JSON.stringify(scenario({ throttleRate: { min: 0.5 } })))
+
+const capture = async (argv: ReadonlyArray<string>) => {
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const code = await Cli.main(argv, (l) => out.push(l), (l) => err.push(l))
+  return { code, out, err }
+}
+
+describe("sluice-sim", () => {
+  it("run: prints the summary, --json on the last line, writes trace and plot; exit 0 when bounds hold", async () => {
+    const trace = join(dir, "out", "trace.csv")
+    const plot = join(dir, "out", "plot.svg")
+    const { code, out } = await capture(["run", join(dir, "ok.json"), "--policy", "fixed:4", "--json", "--trace", trace, "--plot", plot])
+    expect(code).toBe(0)
+    const summary = JSON.parse(out.at(-1) ?? "{}")
+    expect(summary).toMatchObject({ scenario: "cli-small", policy: "fixed:4", pass: true, committedNotVerified: 0 })
+    const csv = readFileSync(trace, "utf8").split("\n")
+    expect(csv[0]).toBe("t,concurrency,inflightBatches,inflightBytes,goodputBytesPerSecond,oracleBytesPerSecond,p50Millis,p95Millis,latencyInflation,requests,throttles,batchTargetBytes,readGatePaused,lagRecords")
+    expect(csv[1]?.startsWith("100,4,")).toBe(true)
+    const svg = readFileSync(plot, "utf8")
+    expect(svg.startsWith("<svg")).toBe(true)
+    expect(svg).toContain("goodput")
+  })
+
+  it("run: exit 1 when an expect bound fails, naming it", async () => {
+    const { code, out } = await capture(["run", join(dir, "strict.json"), "--policy", "fixed:4", "--json"])
+    expect(code).toBe(1)
+    expect(out.join("\n")).toContain("expect FAILED: throttleRate = 0, expected >= 0.5")
+    expect(JSON.parse(out.at(-1) ?? "{}")).toMatchObject({ pass: false })
+  })
+
+  it("matrix: one row per scenario x policy", async () => {
+    const { code, out } = await capture(["matrix", dir, "--policy", "fixed:2", "--policy", "fixed:8", "--json"])
+    expect(code).toBe(1)
+    const rows = JSON.parse(out.at(-1) ?? "[]") as Array<{ scenario: string; policy: string }>
+    expect(rows.map((r) => r.policy)).toEqual(["fixed:2", "fixed:8", "fixed:2", "fixed:8"])
+    expect(out[0]).toContain("| scenario")
+  })
+
+  it("exit 2 with a clear message on bad usage, scenario or policy", async () => {
+    expect((await capture(["frobnicate"])).code).toBe(2)
+    writeFileSync(join(dir, "bad.json.txt"), JSON.stringify({ ...scenario({}), seeed: 1 }))
+    const bad = await capture(["run", join(dir, "bad.json.txt")])
+    expect(bad.code).toBe(2)
+    expect(bad.err.join("\n")).toContain("seeed")
+    const unknown = await capture(["run", join(dir, "ok.json"), "--policy", "no-such-policy-xyz"])
+    expect(unknown.code).toBe(2)
+    expect(unknown.err.join("\n")).toContain("no-such-policy-xyz")
+  })
+})
