@@ -1,4 +1,5 @@
 import { Policy } from "@sluice/core"
+import type { SignalBus } from "@sluice/core"
 import { AdaptiveBatch } from "@sluice/policies"
 import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
@@ -7,15 +8,36 @@ import { inflight, sample } from "./helpers.ts"
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(AdaptiveBatch.AdaptiveBatchConfig)(input)
 const MiB = 1024 * 1024
 
+const held = (at: number, fill: number, openFill: number, budgetBytes = 256 * MiB): SignalBus.InflightSignal => ({
+  ...inflight(at, fill * budgetBytes, budgetBytes),
+  openBytes: openFill * budgetBytes
+})
+
+interface Drive {
+  /** Share of the budget held (open + sealed + uploading). */
+  readonly fill?: number
+  /** Share of the budget held by open batches. */
+  readonly openFill?: number
+  /** Latency of each manifest upload and each verification (ms); none when undefined. */
+  readonly extraMillis?: number
+  readonly from?: AdaptiveBatch.AdaptiveBatchState
+  readonly start?: number
+}
+
 /** Drives the core with a store whose latency is `a + b·bytes` for batches of the current target. */
-const drive = (c: AdaptiveBatch.AdaptiveBatchConfig, a: number, bPerMiB: number, until: number, fill = 0.1) => {
-  let s = AdaptiveBatch.policy.init(c)
+const drive = (c: AdaptiveBatch.AdaptiveBatchConfig, a: number, bPerMiB: number, until: number, options: Drive = {}) => {
+  let s = options.from ?? AdaptiveBatch.policy.init(c)
   let target = s.target
-  const series: Array<readonly [number, number]> = [[0, target]]
-  for (let t = 0, i = 0; t < until; t += 100, i++) {
+  const series: Array<readonly [number, number]> = [[options.start ?? 0, target]]
+  for (let t = options.start ?? 0, i = 0; t < until; t += 100, i++) {
     // Batches vary: some seal early (age, pressure), so sizes spread.
     const bytes = Math.round(target * (i % 3 === 0 ? 0.5 : 1))
-    const signals = [sample(t, a + (bPerMiB * bytes) / MiB, { bytes }), inflight(t + 1, fill * 256 * MiB, 256 * MiB)]
+    const extra = options.extraMillis
+    const signals: Array<SignalBus.Signal> = [
+      sample(t, a + (bPerMiB * bytes) / MiB, { bytes }),
+      ...(extra === undefined ? [] : [sample(t, extra, { stage: "manifest_upload", bytes: 0 }), sample(t, extra, { stage: "verify", bytes: 0 })]),
+      held(t + 1, options.fill ?? 0.1, options.openFill ?? 0.05)
+    ]
     for (const signal of signals) {
       const r = AdaptiveBatch.policy.step(s, signal, signal.at)
       s = r.state
@@ -44,31 +66,68 @@ describe("AdaptiveBatch", () => {
     expect(target).toBe(16 * MiB)
   })
 
-  it("shrinks when transfer dominates", () => {
-    // a = 1 ms, 100 ms per MiB: a < 0.1·b·target for any target above 0.1 MiB.
-    const { target } = drive(config(), 1, 100, 60_000)
-    expect(target).toBe(256 * 1024)
+  it("shrinks when transfer dominates so completely that overhead stays < shrinkBelow, down to the floor", () => {
+    // a = 1 ms, 100 ms per MiB: a < 0.02·b·target for any target above 0.5 MiB.
+    const c = config()
+    const { target } = drive(c, 1, 100, 60_000)
+    expect(target).toBe(c.minBytes)
+    expect(c.minBytes).toBe(MiB)
   })
 
-  it("holds where a ≈ b·target", () => {
-    // a = 40 ms, 10 ms per MiB: grow while target < 4 MiB, shrink below 0.4 MiB.
-    const { target } = drive(config({ initialBytes: "1 MiB" }), 40, 10, 60_000)
-    expect(target).toBeGreaterThanOrEqual(2 * MiB)
-    expect(target).toBeLessThanOrEqual(6 * MiB)
+  it("holds where overhead ≈ growAbove · b · target", () => {
+    // a = 4 ms, 10 ms per MiB: grow while target < 4 MiB, shrink only above 20 MiB.
+    const { s, target } = drive(config({ initialBytes: "1 MiB" }), 4, 10, 60_000)
+    expect(target).toBeGreaterThanOrEqual(4 * MiB)
+    expect(target).toBeLessThanOrEqual(8 * MiB)
+    expect(s.mode).toBe("holding")
   })
 
-  it("shrinks under memory pressure, never below the floor, and restores after it passes", () => {
-    const c = config({ restoreAfterMillis: 3_000 })
-    const pressed = drive(c, 200, 1, 30_000, 0.95)
+  it("counts the manifest upload and verification as per-batch overhead", () => {
+    // The object upload alone has no overhead (a = 0): it would shrink to the floor.
+    expect(drive(config(), 0, 10, 60_000).target).toBe(MiB)
+    // But every batch also pays 2 × 20 ms for its manifest and verification: grow to the ceiling.
+    expect(drive(config(), 0, 10, 60_000, { extraMillis: 20 }).target).toBe(16 * MiB)
+  })
+
+  it("never shrinks because sealed and uploading batches fill the budget (the store is behind)", () => {
+    // The trap this avoids: smaller batches → more per-request overhead → further behind → smaller …
+    const { target, series } = drive(config(), 8, 16, 60_000, { fill: 0.99, openFill: 0.05, extraMillis: 8 })
+    expect(target).toBe(16 * MiB)
+    expect(Math.min(...series.map(([, b]) => b))).toBe(8 * MiB)
+  })
+
+  it("shrinks when open batches hold openShrinkAt of the budget, never below the floor, and restores after", () => {
+    const c = config({ restoreAfterMillis: "3 seconds" })
+    const pressed = drive(c, 200, 1, 30_000, { openFill: 0.6 })
     expect(pressed.target).toBe(c.minBytes)
-    let s = pressed.s
-    for (let t = 30_000; t < 34_000; t += 100) s = AdaptiveBatch.policy.step(s, inflight(t, 0.1 * 256 * MiB, 256 * MiB), t).state
-    expect(s.target).toBeGreaterThan(c.minBytes)
+    // The open-batch pressure passes: at the next window the restore probe jumps
+    // back to the last good target (not ×growth steps from the floor).
+    const after = drive(c, 200, 1, 36_000, { from: pressed.s, start: 30_000, openFill: 0.05 })
+    const first = after.series[1]
+    expect(first?.[1]).toBe(c.initialBytes)
+    expect((first?.[0] ?? Infinity) - 30_000).toBeLessThanOrEqual(c.windowMillis + 100)
+    expect(after.target).toBeGreaterThanOrEqual(c.initialBytes)
+    // Without the probe (restore after an hour) the fit only steps ×1.5 from the floor.
+    const slow = config({ restoreAfterMillis: "1 hour" })
+    const slowAfter = drive(slow, 200, 1, 36_000, { from: drive(slow, 200, 1, 30_000, { openFill: 0.6 }).s, start: 30_000 })
+    expect(slowAfter.series[1]?.[1]).toBe(Math.round(1.5 * MiB))
   })
 
-  it("proposes records and maxAge so batches seal on fill, age only as a staleness bound", () => {
+  it("does not grow into open-batch pressure", () => {
+    // Open batches hold 40 % of the budget: ×1.5 would cross 50 %, so hold.
+    const { target } = drive(config(), 200, 1, 30_000, { openFill: 0.4 })
+    expect(target).toBe(8 * MiB)
+  })
+
+  it("proposes records so batches seal on fill; leaves maxAge to the pipeline unless configured", () => {
     const r = Policy.replay(AdaptiveBatch.policy, config(), [])
-    expect(r.proposals[0]?.[1]).toEqual({ batchTarget: { bytes: 8 * MiB, records: 1_000_000, maxAgeMillis: 60_000 } })
+    expect(r.proposals[0]?.[1]).toEqual({ batchTarget: { bytes: 8 * MiB, records: 1_000_000 } })
+    const aged = Policy.replay(AdaptiveBatch.policy, config({ maxAgeMillis: "30 seconds" }), [])
+    expect(aged.proposals[0]?.[1]).toEqual({ batchTarget: { bytes: 8 * MiB, records: 1_000_000, maxAgeMillis: 30_000 } })
+  })
+
+  it("rejects a shrink threshold without hysteresis, naming the field", () => {
+    expect(() => config({ shrinkBelow: 0.1 })).toThrow(/shrinkBelow/)
   })
 
   it("rejects inconsistent sizes, naming the field", () => {

@@ -1,27 +1,38 @@
 /**
  * Adaptive batch: sizes the **batch target** from what the store charges per
- * request and per byte.
+ * request and per byte, within what memory allows.
  *
  * An online least-squares fit `latency ≈ a + b·bytes` over `object_upload`
  * samples (exponentially forgotten, factor `forgetting` per sample) separates
- * the per-request overhead `a` from the per-byte cost `b`. Every
- * `windowMillis`:
+ * the per-request overhead `a` from the per-byte cost `b`. The **overhead of a
+ * batch** is `max(0, a)` plus the mean latency of its manifest upload and
+ * verification (they hold the same concurrency slot, whatever the batch size).
+ * Every `windowMillis`:
  *
- * - **grow** (×`growth`) while `a > b · target` — overhead dominates, so bigger
- *   objects buy throughput almost for free (also when the fit is not yet
- *   determined because every batch had the same size: growing creates the spread
- *   the fit needs);
- * - **shrink** (×`1/growth`) when `a < shrinkBelow · b · target` — transfer
- *   dominates, so bigger objects only add latency and memory — or when bytes
- *   held pass `pressureShrinkAt` of the budget;
+ * - **shrink** (×`1/growth`) when open batches held ≥ `openShrinkAt` of the
+ *   budget at some point of the window: the target times the number of open
+ *   batches does not fit in memory, so batches would be sealed by pressure
+ *   (early, small, all at once) rather than on fill;
+ * - **grow** (×`growth`) while overhead > `growAbove · b · target` — bigger
+ *   objects buy throughput per request slot almost for free (also when the fit
+ *   is not determined because every batch had the same size: growing creates the
+ *   spread the fit needs) — unless the grown target would cross `openShrinkAt`;
+ * - **shrink** when overhead < `shrinkBelow · b · target` — transfer dominates so
+ *   completely that smaller objects cost (almost) no throughput;
  * - always within `[minBytes, min(maxObjectBytes, memoryShare · budget)]`.
  *
- * The record target is raised to `records` so batches seal on bytes (on fill),
- * and `maxAge` stays a staleness bound only.
+ * Bytes held by **sealed and uploading** batches never shrink the target: they
+ * mean the store is behind, and smaller batches would only add per-request
+ * overhead and fall further behind (the shrinking-window trap). That pressure
+ * belongs to the read gate (`SharedPressure`) and to concurrency.
  *
- * **Restore probe**: the target can be shrunk to its floor by memory pressure;
- * after `restoreAfterMillis` at the floor without pressure it is restored to the
- * last target that was chosen without pressure (BBR-style restore).
+ * The record target is raised to `records` so batches seal on bytes (on fill);
+ * the pipeline's configured `maxAge` stays the staleness bound (a `maxAgeMillis`
+ * > 0 overrides it).
+ *
+ * **Restore probe**: the target can be pushed to its floor by a transient
+ * condition; after `restoreAfterMillis` at the floor without open-batch pressure
+ * it is restored to the last target chosen without pressure (BBR-style).
  *
  * Modes: `growing`, `holding`, `shrinking`.
  *
@@ -39,41 +50,49 @@ import * as Fields from "../internal/Fields.ts"
  * | field | default | range | meaning |
  * |---|---|---|---|
  * | `initialBytes` | 8 MiB | min – max | starting target |
- * | `minBytes` | 256 KiB | ≥ 1 | floor |
+ * | `minBytes` | 1 MiB | ≥ 1 | floor (keeps per-request overhead small on any S3-like store) |
  * | `maxObjectBytes` | 64 MiB | ≥ minBytes | ceiling (largest object) |
  * | `memoryShare` | 0.0625 | 0 – 1 | one open batch may hold this share of the budget |
  * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (`Inflight` signal) |
  * | `growth` | 1.5 | 1.05 – 4 | factor per window |
- * | `shrinkBelow` | 0.1 | 0 – 1 | shrink when `a < shrinkBelow · b · target` |
- * | `pressureShrinkAt` | 0.9 | 0 – 1 | shrink when bytes held pass this share of the budget |
+ * | `growAbove` | 0.1 | 0 – 10 | grow while overhead > `growAbove · b · target` |
+ * | `shrinkBelow` | 0.02 | 0 – growAbove/growth | shrink when overhead < `shrinkBelow · b · target` (0: never) |
+ * | `openShrinkAt` | 0.5 | 0 – 1 | shrink when open batches hold this share of the budget |
  * | `windowMillis` | 2 s | ≥ 1 | decision period |
- * | `minSamples` | 4 | ≥ 1 | samples in a window before deciding |
+ * | `minSamples` | 4 | ≥ 1 | samples in a window before deciding on the fit |
  * | `forgetting` | 0.97 | 0.5 – 1 | weight kept by older samples, per sample |
  * | `records` | 1 000 000 | ≥ 1 | record target (high: seal on bytes) |
- * | `maxAgeMillis` | 60 s | ≥ 1 | staleness bound |
+ * | `maxAgeMillis` | 0 | ≥ 0 | staleness bound; 0 = the pipeline's `batch.maxAge` |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | at the floor without pressure this long: restore |
  *
  * @since 0.1.0
  */
 export const AdaptiveBatchConfig = Schema.Struct({
   initialBytes: Fields.bytes("8 MiB"),
-  minBytes: Fields.bytes("256 KiB"),
+  minBytes: Fields.bytes("1 MiB"),
   maxObjectBytes: Fields.bytes("64 MiB"),
   memoryShare: Fields.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
   budgetBytes: Fields.bytes(0),
   growth: Fields.number(1.5, { minimum: 1.05, maximum: 4 }),
-  shrinkBelow: Fields.number(0.1, { minimum: 0, maximum: 1 }),
-  pressureShrinkAt: Fields.number(0.9, { minimum: 0, maximum: 1 }),
+  growAbove: Fields.number(0.1, { minimum: 0, maximum: 10 }),
+  shrinkBelow: Fields.number(0.02, { minimum: 0, maximum: 10 }),
+  openShrinkAt: Fields.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
   windowMillis: Fields.millis("2 seconds"),
   minSamples: Fields.int(4, 1),
   forgetting: Fields.number(0.97, { minimum: 0.5, maximum: 1 }),
   records: Fields.int(1_000_000, 1),
-  maxAgeMillis: Fields.millis("60 seconds"),
+  maxAgeMillis: Fields.millis(0),
   restoreAfterMillis: Fields.millis("10 seconds")
 }).check(
   Fields.ordered("minBytes", "maxObjectBytes", (c) => [c.minBytes, c.maxObjectBytes]),
   Fields.ordered("minBytes", "initialBytes", (c) => [c.minBytes, c.initialBytes]),
-  Fields.ordered("initialBytes", "maxObjectBytes", (c) => [c.initialBytes, c.maxObjectBytes])
+  Fields.ordered("initialBytes", "maxObjectBytes", (c) => [c.initialBytes, c.maxObjectBytes]),
+  // Hysteresis: a target just grown must not qualify for a shrink at once.
+  Schema.makeFilter<{ readonly shrinkBelow: number; readonly growAbove: number; readonly growth: number }>((c) =>
+    c.shrinkBelow * c.growth <= c.growAbove
+      ? undefined
+      : { path: ["shrinkBelow"], issue: `shrinkBelow (${c.shrinkBelow}) must be ≤ growAbove / growth (${c.growAbove} / ${c.growth})` }
+  )
 )
 
 /**
@@ -160,10 +179,17 @@ export interface AdaptiveBatchState {
   /** The last target chosen without memory pressure: what the restore probe returns to. */
   readonly lastGood: number
   readonly fit: Fit
+  /** Mean latency (ms, EWMA) of a manifest upload; 0 until sampled. */
+  readonly manifestMillis: number
+  /** Mean latency (ms, EWMA) of a verification; 0 until sampled. */
+  readonly verifyMillis: number
   readonly windowStart: number
   readonly windowSamples: number
   readonly budgetBytes: number
+  /** Bytes held / budget at the last `Inflight` signal. */
   readonly fill: number
+  /** Highest share of the budget held by open batches in the current window. */
+  readonly openPeak: number
   /** Since when the target has sat at the floor (`Infinity`: not at the floor). */
   readonly atFloorSince: number
   readonly proposed: number
@@ -176,20 +202,32 @@ const ceilingOf = (s: AdaptiveBatchState): number => {
   return Math.max(c.minBytes, Math.min(c.maxObjectBytes, share))
 }
 
+/**
+ * Per-batch overhead (ms): the fitted per-request cost of the object upload plus
+ * the mean manifest upload and verification.
+ *
+ * @since 0.1.0
+ */
+export const overheadMillis = (s: AdaptiveBatchState, a: number): number => Math.max(0, a) + s.manifestMillis + s.verifyMillis
+
+const EWMA = 0.1
+
 const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   const c = s.config
   const ceiling = ceilingOf(s)
   const clamp = (v: number) => Math.round(Math.min(ceiling, Math.max(c.minBytes, v)))
-  const next = { ...s, windowStart: now, windowSamples: 0 }
-  if (s.fill >= c.pressureShrinkAt) return { ...next, mode: "shrinking", target: clamp(s.target / c.growth) }
-  if (s.windowSamples < c.minSamples) return { ...next, target: clamp(s.target) }
+  const next = { ...s, windowStart: now, windowSamples: 0, openPeak: 0 }
+  // Open batches do not fit in memory: they would be sealed by pressure.
+  if (s.openPeak >= c.openShrinkAt) return { ...next, mode: "shrinking", target: clamp(s.target / c.growth) }
+  if (s.windowSamples < c.minSamples) return { ...next, mode: "holding", target: clamp(s.target) }
   const fit = solve(s.fit)
+  const mayGrow = s.openPeak * c.growth < c.openShrinkAt
   let target: number
   let mode: BatchMode
-  if (fit === undefined || fit.b <= 0 || fit.a > fit.b * s.target) {
-    target = clamp(s.target * c.growth)
-    mode = "growing"
-  } else if (fit.a < c.shrinkBelow * fit.b * s.target) {
+  if (fit === undefined || fit.b <= 0 || overheadMillis(s, fit.a) > c.growAbove * fit.b * s.target) {
+    target = mayGrow ? clamp(s.target * c.growth) : clamp(s.target)
+    mode = target > s.target ? "growing" : "holding"
+  } else if (overheadMillis(s, fit.a) < c.shrinkBelow * fit.b * s.target) {
     target = clamp(s.target / c.growth)
     mode = "shrinking"
   } else {
@@ -237,34 +275,53 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
     target: config.initialBytes,
     lastGood: config.initialBytes,
     fit: emptyFit,
+    manifestMillis: 0,
+    verifyMillis: 0,
     windowStart: -Infinity,
     windowSamples: 0,
     budgetBytes: 0,
     fill: 0,
+    openPeak: 0,
     atFloorSince: Infinity,
     proposed: config.initialBytes
   }),
   initial: (s) => ({
-    batchTarget: { bytes: s.target, records: s.config.records, maxAgeMillis: s.config.maxAgeMillis }
+    batchTarget: {
+      bytes: s.target,
+      records: s.config.records,
+      ...(s.config.maxAgeMillis > 0 ? { maxAgeMillis: s.config.maxAgeMillis } : {})
+    }
   }),
   step: (s, signal, now) => {
     let next = s
-    if (signal._tag === "UploadSample" && signal.stage === "object_upload" && signal.bytes > 0) {
-      next = {
-        ...s,
-        fit: addSample(s.fit, signal.bytes, signal.latencyMillis, s.config.forgetting),
-        windowSamples: s.windowSamples + 1
+    if (signal._tag === "UploadSample") {
+      if (signal.stage === "object_upload" && signal.bytes > 0) {
+        next = {
+          ...s,
+          fit: addSample(s.fit, signal.bytes, signal.latencyMillis, s.config.forgetting),
+          windowSamples: s.windowSamples + 1
+        }
+      } else if (signal.stage === "manifest_upload") {
+        next = { ...s, manifestMillis: ewma(s.manifestMillis, signal.latencyMillis) }
+      } else if (signal.stage === "verify") {
+        next = { ...s, verifyMillis: ewma(s.verifyMillis, signal.latencyMillis) }
       }
     } else if (signal._tag === "Inflight") {
-      next = { ...s, budgetBytes: signal.budgetBytes, fill: signal.budgetBytes > 0 ? signal.bytes / signal.budgetBytes : 0 }
+      const budget = s.config.budgetBytes > 0 ? s.config.budgetBytes : signal.budgetBytes
+      next = {
+        ...s,
+        budgetBytes: signal.budgetBytes,
+        fill: budget > 0 ? signal.bytes / budget : 0,
+        openPeak: Math.max(s.openPeak, budget > 0 ? signal.openBytes / budget : 0)
+      }
     }
     if (next.windowStart === -Infinity) next = { ...next, windowStart: now }
     else if (now - next.windowStart >= Math.max(1, next.config.windowMillis)) next = decide(next, now)
-    // Restore probe: stuck at the floor without pressure.
+    // Restore probe: stuck at the floor without open-batch pressure.
     const atFloor = next.target <= next.config.minBytes
     const atFloorSince = atFloor ? Math.min(next.atFloorSince, now) : Infinity
     next = { ...next, atFloorSince }
-    if (atFloor && next.fill < next.config.pressureShrinkAt && now - atFloorSince >= next.config.restoreAfterMillis) {
+    if (atFloor && next.openPeak < next.config.openShrinkAt && now - atFloorSince >= next.config.restoreAfterMillis) {
       next = { ...next, target: Math.min(ceilingOf(next), Math.max(next.lastGood, next.config.minBytes)), atFloorSince: Infinity }
     }
     return next.target === s.proposed
@@ -272,6 +329,8 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
       : { state: { ...next, proposed: next.target }, proposal: { batchTarget: { bytes: next.target } } }
   }
 }
+
+const ewma = (previous: number, sample: number): number => (previous === 0 ? sample : previous + EWMA * (sample - previous))
 
 /**
  * Adaptive batch as a layer.
