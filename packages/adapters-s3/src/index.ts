@@ -6,7 +6,6 @@
  * @since 0.1.0
  */
 export * as Checksums from "./Checksums.ts"
-export * as Replicated from "./Replicated.ts"
 export * as S3Config from "./S3Config.ts"
 export * as S3Errors from "./S3Errors.ts"
 export * as S3Sink from "./S3Sink.ts"

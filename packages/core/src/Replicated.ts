@@ -2,8 +2,7 @@
  * A sink that writes every batch to several replicas and calls it durable when
  * a quorum of them verified it.
  *
- * It is generic over core `Sink`s (it belongs beside the `Sink` contract in
- * `@sluice/core`; it lives here until it moves). A slow or failing replica
+ * It is generic over any `Sink` (also reachable as `Sink.replicated`). A slow or failing replica
  * neither stalls the pipeline nor loses data: once a quorum verified a batch,
  * the others keep going in the background for at most `lagTimeout`; a replica
  * that fails or times out is recorded as a **deficit** for that key, and
@@ -12,8 +11,11 @@
  *
  * @since 0.1.0
  */
-import { Batch, Config, Failure, Record } from "@sluice/core"
-import type { Sink } from "@sluice/core"
+import * as Batch from "./Batch.ts"
+import * as Config from "./Config.ts"
+import * as Failure from "./Failure.ts"
+import * as Record from "./Record.ts"
+import type * as Sink from "./Sink.ts"
 import { Clock, Deferred, Effect, Schema, Scope } from "effect"
 
 /**

@@ -1,0 +1,116 @@
+/**
+ * Quorum replication over in-memory sinks (the S3 adapter's tests run it over
+ * three real buckets, one behind a slow proxy).
+ */
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import { Batch, Failure, Memory, ObjectKey, Record, Replicated } from "../src/index.ts"
+
+const failure = (failureClass: Failure.FailureClass, code: string) =>
+  new Failure.SinkFailure({ failureClass, code, status: undefined, stage: "object_upload", retryAfterMillis: undefined, message: code })
+
+const named = (name: string, sink: Memory.MemorySink): Memory.MemorySink => ({ ...sink, name })
+
+const payload = (source: string, partition: number, offset: number, bytes: number): Uint8Array =>
+  new TextEncoder().encode(`${source}/${partition}/${offset}`.padEnd(bytes, "."))
+
+/** A batch of `count` records of `recordBytes` from `firstOffset`. */
+const batchOf = (options: {
+  readonly source?: string
+  readonly partition?: number
+  readonly firstOffset?: number
+  readonly count: number
+  readonly recordBytes: number
+  readonly prefix?: string
+}): Batch.SealedBatch => {
+  const source = options.source ?? "orders"
+  const partition = options.partition ?? 0
+  const firstOffset = options.firstOffset ?? 0
+  const payloads: Array<Uint8Array> = []
+  for (let i = 0; i < options.count; i++) payloads.push(payload(source, partition, firstOffset + i, options.recordBytes))
+  const chunk = Record.chunkOf(source, partition, firstOffset, payloads, 0)
+  const lastOffset = firstOffset + options.count - 1
+  return {
+    key: ObjectKey.make({ prefix: options.prefix, source, partition, firstOffset, lastOffset }),
+    source,
+    partition,
+    sequence: 0,
+    firstOffset,
+    lastOffset,
+    records: options.count,
+    bytes: chunk.bytes,
+    sealReason: "records",
+    openedAt: 0,
+    sealedAt: 1,
+    chunks: [chunk]
+  }
+}
+
+describe("Replicated (in memory)", () => {
+  it("is durable at quorum and records a deficit for the failing replica", async () => {
+    const a = named("a", Memory.sink())
+    const b = named("b", Memory.sink())
+    const c = named("c", Memory.sink({ fault: () => failure("Transient", "InternalError") }))
+    const out = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sink = yield* Replicated.make([a, b, c], { quorum: 2 })
+      const batch = batchOf({ count: 10, recordBytes: 10 })
+      const receipt = yield* sink.putObject(batch)
+      yield* sink.verify(receipt)
+      yield* sink.settled
+      return { deficits: sink.deficits(), key: batch.key }
+    })))
+    expect(a.objects.has(out.key) && b.objects.has(out.key)).toBe(true)
+    expect(a.manifests.has(out.key)).toBe(true)
+    expect(out.deficits).toHaveLength(1)
+    expect(out.deficits[0]?.missing.get("c")).toBe("InternalError")
+    expect([...(out.deficits[0]?.have ?? [])].sort()).toEqual(["a", "b"])
+  })
+
+  it("fails when the quorum is lost, reporting the throttle first, and records no deficit", async () => {
+    const a = named("a", Memory.sink())
+    const b = named("b", Memory.sink({ fault: () => failure("Fatal", "AccessDenied") }))
+    const c = named("c", Memory.sink({ fault: () => failure("Throttled", "SlowDown") }))
+    const out = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sink = yield* Replicated.make([a, b, c], { quorum: 2 })
+      const error = yield* Effect.flip(sink.putObject(batchOf({ count: 10, recordBytes: 10 })))
+      const verify = yield* Effect.flip(sink.verify({ key: "x", objectBytes: 1, checksum: { algorithm: "SHA256", value: "" } }))
+      yield* sink.settled
+      return { error, verify, deficits: sink.deficits() }
+    })))
+    expect(out.error).toMatchObject({ failureClass: "Throttled", code: "SlowDown" })
+    expect(out.verify).toMatchObject({ _tag: "VerificationFailed", reason: "Missing" })
+    expect(out.deficits).toEqual([])
+  })
+
+  it("does not wait for a slow replica past the quorum", async () => {
+    const slow = named("slow", Memory.sink({ latencyMillis: (op) => (op === "putObject" ? 1_000 : 0) }))
+    const out = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sink = yield* Replicated.make([named("a", Memory.sink()), named("b", Memory.sink()), slow], {
+        quorum: 2,
+        lagTimeout: "3 seconds"
+      })
+      const t = Date.now()
+      yield* sink.putObject(batchOf({ count: 10, recordBytes: 10 }))
+      const took = Date.now() - t
+      const lagging = sink.lagging()
+      yield* sink.settled
+      return { took, lagging, deficits: sink.deficits(), laggingAfter: sink.lagging() }
+    })))
+    expect(out.took).toBeLessThan(600)
+    expect(out.lagging).toBe(1)
+    expect(out.laggingAfter).toBe(0)
+    expect(out.deficits).toEqual([]) // it caught up within lagTimeout
+  })
+
+  it("rejects a quorum larger than the replica set, naming the field", async () => {
+    const error = await Effect.runPromise(Effect.scoped(Effect.flip(
+      Replicated.make([named("a", Memory.sink()), named("b", Memory.sink())], { quorum: 3 })
+    )))
+    expect(error.message).toContain("quorum")
+    const bad = await Effect.runPromise(Effect.scoped(Effect.flip(
+      Replicated.make([named("a", Memory.sink())], { quorum: 1, lagTimeout: "soon" })
+    )))
+    expect(bad.message).toContain("lagTimeout")
+  })
+})
+
