@@ -8,5 +8,5 @@ trap 'bash scripts/services.sh down' EXIT
 set -a
 for f in .services/*.env; do [ -f "$f" ] && . "$f"; done
 set +a
-npx turbo run build --output-logs=errors-only
+npx turbo run build typecheck --output-logs=errors-only
 npx vitest run "$@"
