@@ -48,7 +48,8 @@ import * as Probe from "../probe/Probe.ts"
  * | `tolerance` | 0.25 | 0 – 10 | latency allowed above baseline, as a fraction |
  * | `deviations` | 2 | 0 – 10 | k in EWMA + k·deviation |
  * | `smoothing` | 0.2 | 0.01 – 1 | EWMA weight of a new sample |
- * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation (see module doc) |
+ * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation (see module doc); the starting value when learned |
+ * | `learnReference` | true | | learn `referenceBytes = a / b` from a fit of latency ≈ a + b·bytes |
  * | `stage` | object_upload | a Stage | which samples measure latency |
  * | `probe` | see `Probe.ProbeConfig` | | the forced probe |
  *
@@ -64,6 +65,7 @@ export const AimdConfig = Schema.Struct({
   deviations: Fields.number(2, { minimum: 0, maximum: 10 }),
   smoothing: Fields.number(0.2, { minimum: 0.01, maximum: 1 }),
   referenceBytes: Fields.bytes("1 MiB"),
+  learnReference: Fields.boolean(true),
   stage: Failure.Stage.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Failure.Stage>("object_upload"))),
   probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 }).check(
@@ -99,6 +101,8 @@ export interface AimdState {
   /** Minimum normalised latency; rises only through a probe. */
   readonly baseline: number
   readonly latency: Latency.Ewma
+  /** The size normalisation in force (learned when `learnReference`). */
+  readonly reference: Latency.Reference
   /** When the last decrease happened. */
   readonly lastCutAt: number
   readonly probe: Probe.ProbeState
@@ -132,9 +136,23 @@ const endProbe = (s: AimdState, now: number, baseline: number): AimdState => ({
   lastCutAt: now
 })
 
-const onSample = (s: AimdState, sample: SignalBus.UploadSample, now: number): AimdState => {
+const learn = (s: AimdState, sample: SignalBus.UploadSample): AimdState => {
+  if (!s.config.learnReference) return s
+  const { reference, rescale } = Latency.learnReference(s.reference, sample)
+  if (rescale === 1) return { ...s, reference }
+  return {
+    ...s,
+    reference,
+    baseline: s.baseline * rescale,
+    latency: Latency.rescaleEwma(s.latency, rescale),
+    probe: { ...s.probe, minSeen: s.probe.minSeen * rescale }
+  }
+}
+
+const onSample = (s0: AimdState, sample: SignalBus.UploadSample, now: number): AimdState => {
+  const s = learn(s0, sample)
   const c = s.config
-  const value = Latency.normalised(sample, c.referenceBytes)
+  const value = Latency.normalised(sample, s.reference.bytes)
   if (s.mode === "probing") {
     const r = Probe.sample(s.probe, sample.startedAt, value)
     if (r.outcome === "done") return endProbe({ ...s, probe: r.state }, now, r.state.minSeen)
@@ -204,6 +222,7 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
     lastGood: config.initial,
     baseline: Infinity,
     latency: Latency.emptyEwma,
+    reference: Latency.initReference(config.referenceBytes),
     lastCutAt: -Infinity,
     probe: Probe.init(config.probe),
     proposed: config.initial

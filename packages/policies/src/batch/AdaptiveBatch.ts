@@ -2,9 +2,13 @@
  * Adaptive batch: sizes the **batch target** from what the store charges per
  * request and per byte, within what memory allows.
  *
- * An online least-squares fit `latency ≈ a + b·bytes` over `object_upload`
- * samples (exponentially forgotten, factor `forgetting` per sample) separates
- * the per-request overhead `a` from the per-byte cost `b`. The **overhead of a
+ * It separates the per-request overhead `a` from the per-byte cost `b` of
+ * `latency ≈ a + b·bytes`: `a` is the mean latency of the bodiless requests
+ * (manifest upload, verification) measured under the same load, `b` the mean
+ * transfer time per byte of object uploads beyond `a` — so queueing, which
+ * inflates both, cannot fool their ratio. Before those are sampled, an online
+ * least-squares fit over `object_upload` samples (exponentially forgotten,
+ * factor `forgetting` per sample) stands in. The **overhead of a
  * batch** is `max(0, a)` plus the mean latency of its manifest upload and
  * verification (they hold the same concurrency slot, whatever the batch size).
  * Every `windowMillis`:
@@ -183,6 +187,8 @@ export interface AdaptiveBatchState {
   readonly manifestMillis: number
   /** Mean latency (ms, EWMA) of a verification; 0 until sampled. */
   readonly verifyMillis: number
+  /** Mean transfer time per byte of object uploads (ms, EWMA): latency minus the overhead of a bodiless request. */
+  readonly perByteMillis: number
   readonly windowStart: number
   readonly windowSamples: number
   readonly budgetBytes: number
@@ -212,6 +218,18 @@ export const overheadMillis = (s: AdaptiveBatchState, a: number): number => Math
 
 const EWMA = 0.1
 
+/**
+ * `{ a, b }` for the decision. When manifests and verifications were sampled,
+ * `a` is their mean latency — a bodiless request measured under the same load
+ * as the objects, so queueing inflates `a` and `b` alike and cannot fool the
+ * ratio — and `b` the mean per-byte transfer time of objects beyond `a`.
+ * Otherwise the least-squares fit.
+ */
+const estimate = (s: AdaptiveBatchState): { readonly a: number; readonly b: number } | undefined =>
+  s.manifestMillis > 0 && s.verifyMillis > 0 && s.perByteMillis > 0
+    ? { a: (s.manifestMillis + s.verifyMillis) / 2, b: s.perByteMillis }
+    : solve(s.fit)
+
 const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   const c = s.config
   const ceiling = ceilingOf(s)
@@ -220,7 +238,7 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   // Open batches do not fit in memory: they would be sealed by pressure.
   if (s.openPeak >= c.openShrinkAt) return { ...next, mode: "shrinking", target: clamp(s.target / c.growth) }
   if (s.windowSamples < c.minSamples) return { ...next, mode: "holding", target: clamp(s.target) }
-  const fit = solve(s.fit)
+  const fit = estimate(s)
   const mayGrow = s.openPeak * c.growth < c.openShrinkAt
   let target: number
   let mode: BatchMode
@@ -277,6 +295,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
     fit: emptyFit,
     manifestMillis: 0,
     verifyMillis: 0,
+    perByteMillis: 0,
     windowStart: -Infinity,
     windowSamples: 0,
     budgetBytes: 0,
@@ -296,9 +315,11 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
     let next = s
     if (signal._tag === "UploadSample") {
       if (signal.stage === "object_upload" && signal.bytes > 0) {
+        const bodiless = s.manifestMillis > 0 && s.verifyMillis > 0 ? (s.manifestMillis + s.verifyMillis) / 2 : 0
         next = {
           ...s,
           fit: addSample(s.fit, signal.bytes, signal.latencyMillis, s.config.forgetting),
+          perByteMillis: ewma(s.perByteMillis, Math.max(1e-12, signal.latencyMillis - bodiless) / signal.bytes),
           windowSamples: s.windowSamples + 1
         }
       } else if (signal.stage === "manifest_upload") {
