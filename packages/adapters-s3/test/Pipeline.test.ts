@@ -5,7 +5,7 @@
  */
 import { GetObjectCommand } from "@aws-sdk/client-s3"
 import { Batch, Fixed, Memory, ObjectKey, Pipeline, RetryPolicy } from "@sluice/core"
-import type { Sink, Source } from "@sluice/core"
+import { CommitGuard } from "@sluice/testkit"
 import { Effect, Layer, Schema } from "effect"
 import { beforeAll, describe, expect, it } from "vitest"
 import * as S3Sink from "../src/S3Sink.ts"
@@ -13,45 +13,6 @@ import * as Env from "./support/Env.ts"
 import * as FaultProxy from "./support/FaultProxy.ts"
 
 beforeAll(Env.requireServer)
-
-/**
- * Wraps a sink and a source so every commit is checked against the batches the
- * sink verified so far: committing `nextOffset` requires every offset below it
- * (from the first offset seen) to be inside a verified batch.
- */
-const guarded = (sink: Sink.Sink, source: Source.Source) => {
-  const verified = new Map<string, { readonly partition: number; readonly first: number; readonly last: number }>()
-  const violations: Array<string> = []
-  const commits: Array<{ partition: number; nextOffset: number }> = []
-  const ranges = new Map<string, { partition: number; first: number; last: number }>()
-  const guardedSink: Sink.Sink = {
-    name: sink.name,
-    putObject: (batch) => {
-      ranges.set(batch.key, { partition: batch.partition, first: batch.firstOffset, last: batch.lastOffset })
-      return sink.putObject(batch)
-    },
-    putManifest: sink.putManifest,
-    verify: (receipt) =>
-      Effect.tap(sink.verify(receipt), () =>
-        Effect.sync(() => {
-          const r = ranges.get(receipt.key)
-          if (r !== undefined) verified.set(receipt.key, r)
-        }))
-  }
-  const guardedSource: Source.Source = {
-    ...source,
-    commit: (partition, nextOffset) =>
-      Effect.suspend(() => {
-        const covered = [...verified.values()].filter((r) => r.partition === partition).sort((a, b) => a.first - b.first)
-        let next = 0
-        for (const r of covered) if (r.first <= next && r.last + 1 > next) next = r.last + 1
-        if (next < nextOffset) violations.push(`p${partition}: commit ${nextOffset} but verified only below ${next}`)
-        commits.push({ partition, nextOffset })
-        return source.commit(partition, nextOffset)
-      })
-  }
-  return { sink: guardedSink, source: guardedSource, violations, commits, verified }
-}
 
 const fastRetry = Layer.succeed(RetryPolicy.CurrentRetryPolicy, RetryPolicy.exponential({ baseMillis: 20, maxMillis: 500 }))
 
@@ -95,7 +56,7 @@ describe("Pipeline → S3 sink through the fault proxy", () => {
       ])
       const s3 = yield* S3Sink.make(Env.sinkConfig(bucket, {}, proxy.endpoint))
       const source = Memory.source({ name: "orders", partitions, records, recordBytes: 100, chunkRecords: 250 })
-      const g = guarded(s3, source)
+      const g = CommitGuard.guard(s3, source)
       const stats = yield* Pipeline.run({
         source: g.source,
         sink: g.sink,
@@ -131,7 +92,7 @@ describe("Pipeline → S3 sink through the fault proxy", () => {
       ])
       const s3 = yield* S3Sink.make(Env.sinkConfig(bucket, {}, proxy.endpoint))
       const source = Memory.source({ name: "orders", partitions: 2, records: 5_000, recordBytes: 100, chunkRecords: 250 })
-      const g = guarded(s3, source)
+      const g = CommitGuard.guard(s3, source)
       const exit = yield* Effect.exit(Pipeline.run({
         source: g.source,
         sink: g.sink,
@@ -146,7 +107,7 @@ describe("Pipeline → S3 sink through the fault proxy", () => {
     // Partition 1 never got past the corrupted batch.
     expect(outcome.source.committed.get(1) ?? 0).toBeLessThanOrEqual(2_000)
     expect(outcome.g.commits.filter((c) => c.partition === 1).every((c) => c.nextOffset <= 2_000)).toBe(true)
-    expect(outcome.g.verified.has(bad)).toBe(false)
+    expect(outcome.g.verifiedKeys.has(bad)).toBe(false)
     expect(await Env.listKeys(bucket)).not.toContain(bad)
   })
 })

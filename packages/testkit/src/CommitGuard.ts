@@ -1,0 +1,145 @@
+/**
+ * The commit guard: wraps a sink and a source so a test can prove Sluice's first
+ * invariant — no position is committed before its batch is verified in storage —
+ * against any real or simulated sink and source.
+ *
+ * The sink wrapper remembers each batch's offset range when it is uploaded and
+ * marks it verified when `verify` succeeds; the source wrapper checks, at every
+ * commit, that every offset from the previous commit point (or `from`) up to the
+ * new one is verified or was reported lost by a retention gap, and that commits
+ * never move backwards. Violations are collected, not thrown, so a test asserts
+ * `violations` is empty.
+ *
+ * @since 0.1.0
+ */
+import type { Sink, Source } from "@sluice/core"
+import { Effect, Stream } from "effect"
+
+/**
+ * Half-open offset ranges `[from, to)` per partition, merged as they are added.
+ *
+ * @since 0.1.0
+ */
+export class Ranges {
+  private readonly byPartition = new Map<number, Array<[number, number]>>()
+
+  /** Adds `[from, to)`. */
+  add(partition: number, from: number, to: number): void {
+    const list = this.byPartition.get(partition) ?? []
+    list.push([from, to])
+    list.sort((a, b) => a[0] - b[0])
+    const merged: Array<[number, number]> = []
+    for (const r of list) {
+      const last = merged[merged.length - 1]
+      if (last !== undefined && r[0] <= last[1]) last[1] = Math.max(last[1], r[1])
+      else merged.push([r[0], r[1]])
+    }
+    this.byPartition.set(partition, merged)
+  }
+
+  /** Whether `[from, to)` is covered. */
+  covers(partition: number, from: number, to: number): boolean {
+    if (to <= from) return true
+    return (this.byPartition.get(partition) ?? []).some(([a, b]) => a <= from && to <= b)
+  }
+}
+
+/**
+ * A guarded sink and source, with what the guard saw.
+ *
+ * @since 0.1.0
+ */
+export interface Guarded<S extends Source.Source> {
+  readonly sink: Sink.Sink
+  readonly source: S
+  /** Every violation of the commit invariant, in order (empty when it holds). */
+  readonly violations: Array<string>
+  /** Every commit, in order. */
+  readonly commits: Array<{ readonly partition: number; readonly nextOffset: number }>
+  /** Offsets verified in storage. */
+  readonly verified: Ranges
+  /** Offsets reported lost by retention gaps. */
+  readonly lost: Ranges
+  /** Keys verified. */
+  readonly verifiedKeys: Set<string>
+  /** Non-record source events (gaps, revokes), in order. */
+  readonly events: Array<Source.SourceEvent>
+}
+
+/**
+ * Wraps `sink` and `source`. `from` gives each partition's starting commit
+ * point (default 0), for a run that resumes from earlier commits.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Memory, Pipeline } from "@sluice/core"
+ * import { CommitGuard } from "@sluice/testkit"
+ *
+ * const g = CommitGuard.guard(Memory.sink(), Memory.source({ name: "t", partitions: 2, records: 1000, recordBytes: 10 }))
+ * await Effect.runPromise(Pipeline.run({ source: g.source, sink: g.sink }))
+ * // expect(g.violations).toEqual([])
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const guard = <S extends Source.Source>(
+  sink: Sink.Sink,
+  source: S,
+  options: { readonly from?: ReadonlyMap<number, number> } = {}
+): Guarded<S> => {
+  const verified = new Ranges()
+  const lost = new Ranges()
+  const violations: Array<string> = []
+  const commits: Array<{ partition: number; nextOffset: number }> = []
+  const verifiedKeys = new Set<string>()
+  const events: Array<Source.SourceEvent> = []
+  const ranges = new Map<string, { readonly partition: number; readonly first: number; readonly last: number }>()
+  const last = new Map(options.from ?? [])
+
+  const guardedSink: Sink.Sink = {
+    ...sink,
+    putObject: (batch) => {
+      ranges.set(batch.key, { partition: batch.partition, first: batch.firstOffset, last: batch.lastOffset })
+      return sink.putObject(batch)
+    },
+    verify: (receipt) =>
+      Effect.tap(sink.verify(receipt), () =>
+        Effect.sync(() => {
+          const r = ranges.get(receipt.key)
+          if (r === undefined) return
+          verified.add(r.partition, r.first, r.last + 1)
+          verifiedKeys.add(receipt.key)
+        }))
+  }
+
+  const guardedSource: S = {
+    ...source,
+    events: source.events.pipe(
+      Stream.tap((event) =>
+        Effect.sync(() => {
+          if (event._tag === "RecordChunk") return
+          events.push(event)
+          if (event._tag === "RetentionGap") lost.add(event.partition, event.expected, event.logStart)
+        })
+      )
+    ),
+    commit: (partition: number, nextOffset: number) =>
+      Effect.suspend(() => {
+        const start = last.get(partition) ?? 0
+        if (nextOffset < start) violations.push(`commit ${partition}@${nextOffset} moves back from ${start}`)
+        for (let o = start; o < nextOffset; o++) {
+          if (!verified.covers(partition, o, o + 1) && !lost.covers(partition, o, o + 1)) {
+            violations.push(`commit ${partition}@${nextOffset}: offset ${o} is not verified`)
+            break
+          }
+        }
+        last.set(partition, Math.max(start, nextOffset))
+        commits.push({ partition, nextOffset })
+        return source.commit(partition, nextOffset)
+      })
+  }
+
+  return { sink: guardedSink, source: guardedSource, violations, commits, verified, lost, verifiedKeys, events }
+}
