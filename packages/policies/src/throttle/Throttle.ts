@@ -13,7 +13,8 @@
  * - On success: concurrency +`step` per sample; the rate climbs its cubic.
  * - **Restore probe** (BBR): after `restoreAfterMillis` without a throttle, the
  *   concurrency limit is restored to the value in force before the episode and
- *   withdrawn; the rate is released once back at its pre-throttle maximum.
+ *   withdrawn, and the rate limit is released (also after `rateReleaseAfterMillis`
+ *   once back at its pre-throttle maximum, whichever comes first).
  * - `Transient` and `Fatal` failures never cut anything. `Fatal` is never
  *   retried; Retry-After is always honoured.
  *
@@ -147,10 +148,14 @@ const onSuccess = (s: ThrottleState, startedAt: number, now: number): ThrottleSt
   return limit >= s.saved ? { ...s, rate, mode: "open", limit } : { ...s, rate, mode: "recovering", limit }
 }
 
-const restore = (s: ThrottleState, now: number): ThrottleState =>
-  s.mode !== "open" && now - s.lastThrottleAt >= s.config.restoreAfterMillis
-    ? { ...s, mode: "open", limit: s.saved }
-    : s
+const restore = (s: ThrottleState, now: number): ThrottleState => {
+  if (now - s.lastThrottleAt < s.config.restoreAfterMillis) return s
+  // BBR-style restore of both knobs: a rate cut during an episode that ended
+  // must not keep the pipeline slow (a cubic from a tiny measured rate takes
+  // far longer than the episode did).
+  const rate = CubicRate.rate(s.rate) === null ? s.rate : CubicRate.init(rateConfig(s.config))
+  return s.mode !== "open" ? { ...s, mode: "open", limit: s.saved, rate } : rate === s.rate ? s : { ...s, rate }
+}
 
 /**
  * The throttle policy core.
