@@ -8,6 +8,8 @@
  *   never below 1 so uploads always make progress.
  * - `batchTarget`: field-wise **minimum** of `records`, `bytes` and `maxAgeMillis`
  *   (the smallest batch anyone asked for; a memory policy can always shrink it).
+ *   The configured `maxAgeMillis` is also a bound: no policy can make records
+ *   wait longer than the deployment allows.
  * - `readGate`: `paused` if **any** policy asks for it (one "we are behind" is
  *   enough to stop reading).
  * - `rate`: the **minimum** of the non-null proposals; `null` means unlimited.
@@ -95,7 +97,7 @@ export const combine = (base: KnobValues, proposals: Iterable<Proposal>): KnobVa
     batchTarget: {
       records: Math.max(1, Math.floor(records ?? base.batchTarget.records)),
       bytes: Math.max(1, Math.floor(bytes ?? base.batchTarget.bytes)),
-      maxAgeMillis: Math.max(1, maxAgeMillis ?? base.batchTarget.maxAgeMillis)
+      maxAgeMillis: Math.max(1, Math.min(maxAgeMillis ?? Infinity, base.batchTarget.maxAgeMillis))
     },
     readGate: anyGate ? (paused ? "paused" : "open") : base.readGate,
     rate: rate === undefined ? base.rate : rate

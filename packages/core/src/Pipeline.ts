@@ -282,9 +282,14 @@ export const start = <E = never>(
         }
         const take = Math.min(chunk.bytes, budgetBytes)
         if (take > 0 && !(yield* budget.takeIfAvailable(take))) {
-          // Full: seal what is open so uploads can free memory, then wait.
-          const now = yield* Clock.currentTimeMillis
-          yield* enqueue(sealer.sealAll("pressure", now), now)
+          // Full. Sealed and uploading batches will free memory as they are
+          // verified; open batches will not. Seal them early only when they would
+          // keep the chunk out even after everything sealed drained — sealing on
+          // every blocked chunk would turn each chunk into its own tiny batch.
+          if (sealer.openBytes + take > budgetBytes) {
+            const now = yield* Clock.currentTimeMillis
+            yield* enqueue(sealer.sealAll("pressure", now), now)
+          }
           yield* budget.take(take)
         }
         budgetDebt += chunk.bytes - take

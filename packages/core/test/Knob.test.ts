@@ -21,6 +21,10 @@ describe("Knob.combine", () => {
     const t = Knob.combine(base, [{ batchTarget: { bytes: 500 } }, { batchTarget: { bytes: 800, records: 50 } }]).batchTarget
     expect(t).toEqual({ records: 50, bytes: 500, maxAgeMillis: 60_000 })
   })
+  it("batch target: the configured max age bounds every proposal", () => {
+    expect(Knob.combine(base, [{ batchTarget: { maxAgeMillis: 120_000 } }]).batchTarget.maxAgeMillis).toBe(60_000)
+    expect(Knob.combine(base, [{ batchTarget: { maxAgeMillis: 5_000 } }]).batchTarget.maxAgeMillis).toBe(5_000)
+  })
   it("read gate: paused if any policy pauses", () => {
     expect(Knob.combine(base, [{ readGate: "open" }, { readGate: "paused" }]).readGate).toBe("paused")
     expect(Knob.combine(base, [{ readGate: "open" }]).readGate).toBe("open")

@@ -116,7 +116,7 @@ describe("Pipeline", () => {
 
   it.effect("the memory budget bounds bytes held, even when uploads are slow", () =>
     Effect.gen(function*() {
-      const source = Memory.source({ name: "t", partitions: 4, records: 20_000, recordBytes: 100, payloads: false })
+      const source = Memory.source({ name: "t", partitions: 4, records: 20_000, recordBytes: 100, chunkRecords: 50, payloads: false })
       const sink = Memory.sink({ latencyMillis: (op) => (op === "putObject" ? 200 : 1) })
       const budget = 300_000
       const exit = yield* runVirtual(
@@ -128,6 +128,11 @@ describe("Pipeline", () => {
         expect(exit.value.maxInflightBytes).toBeLessThanOrEqual(budget)
         expect(exit.value.recordsCommitted).toBe(80_000)
       }
+      // Under sustained overload batches stay full: blocked reads do not seal
+      // every open batch early (only when open batches alone would not fit).
+      const manifests = [...sink.manifests.values()]
+      const full = manifests.filter((m) => m.sealReason === "records").length
+      expect(full / manifests.length).toBeGreaterThan(0.9)
     }))
 
   it.effect("a paused read gate seals open batches early and pauses the source", () =>
