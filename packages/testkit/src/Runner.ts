@@ -191,11 +191,18 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
     let lastThrottles = 0
     let floorViolations = 0
     const steps = Math.ceil(scenario.duration / sampleMillis)
+    // The oracle is an ideal pipeline: a fluid queue fed by the inflow (and the
+    // initial backlog) and served at the store's capacity of the current phase.
+    // Bytes it cannot serve in a degraded phase carry over and are served later,
+    // so a pipeline gets no credit beyond what an ideal one could have done. With
+    // no backlog and no carry-over it is min(inflow, capacity) per phase.
+    let oracleQueue = scenario.source.backlogRecords * scenario.source.recordBytes
     for (let step = 1; step <= steps; step++) {
-      const oracle = Math.min(
-        log.inflowBytesPerSecond(0),
-        Store.capacityBytesPerSecond(store.params(), batch.bytes, batch.records)
-      )
+      oracleQueue += (log.inflowBytesPerSecond(0) * sampleMillis) / 1000
+      const servable = (Store.capacityBytesPerSecond(store.params(), batch.bytes, batch.records) * sampleMillis) / 1000
+      const served = Math.min(oracleQueue, servable)
+      oracleQueue -= served
+      const oracle = (served * 1000) / sampleMillis
       const paramsAtStart = store.params()
       yield* TestClock.adjust(sampleMillis)
       if (failures.length > 0) break
