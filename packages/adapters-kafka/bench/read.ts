@@ -1,7 +1,8 @@
 /**
  * Read throughput from the real broker: 150-byte records over 24 partitions,
- * drained through `KafkaSource.events` and through the same client's plain
- * `consume()` loop, in the same run.
+ * drained through `KafkaSource.events` (with `recordFormat` "value" and
+ * "envelope") and through the same client's plain `consume()` loop, in the
+ * same run.
  *
  *   npm run bench:read -w @sluice/adapter-kafka
  *   SLUICE_BENCH_RECORDS=2000000 SLUICE_BENCH_ROUNDS=3 npm run bench:read -w @sluice/adapter-kafka
@@ -11,7 +12,7 @@
  */
 import { Admin, Consumer, Producer } from "@platformatic/kafka"
 import { Effect, Stream } from "effect"
-import { KafkaSource } from "../src/index.ts"
+import { KafkaSource, RecordEnvelope } from "../src/index.ts"
 
 const RECORD_BYTES = 150
 const PARTITIONS = 24
@@ -69,8 +70,11 @@ const plainLoop = async (topic: string, round: number): Promise<number> => {
   return elapsed
 }
 
+/** Envelope bytes of a bench record: no key, no headers. */
+const ENVELOPE_BYTES = RecordEnvelope.encodedSize({ key: null, headers: [], value: new Uint8Array(RECORD_BYTES) })
+
 /** `KafkaSource.events` drained (assign mode, every partition, until caught up). */
-const sourceDrain = (topic: string): Promise<number> =>
+const sourceDrain = (topic: string, recordFormat: "value" | "envelope"): Promise<number> =>
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const started = performance.now()
     const source = yield* KafkaSource.make({
@@ -79,6 +83,7 @@ const sourceDrain = (topic: string): Promise<number> =>
       clientId: "bench-source",
       mode: { kind: "assign" },
       until: "caught-up",
+      recordFormat,
       fetch
     })
     let n = 0
@@ -91,7 +96,8 @@ const sourceDrain = (topic: string): Promise<number> =>
         }
       }))
     const elapsed = performance.now() - started
-    if (n !== records || bytes !== records * RECORD_BYTES) throw new Error(`source read ${n} records, ${bytes} bytes`)
+    const perRecord = recordFormat === "value" ? RECORD_BYTES : ENVELOPE_BYTES
+    if (n !== records || bytes !== records * perRecord) throw new Error(`source (${recordFormat}) read ${n} records, ${bytes} bytes`)
     return elapsed
   })))
 
@@ -103,23 +109,29 @@ const main = async () => {
   console.log(`topic ${topic}: ${records} records of ${RECORD_BYTES} B over ${PARTITIONS} partitions, produced in ${(produceMs / 1000).toFixed(1)} s`)
 
   const rate = (ms: number) => records / (ms / 1000)
-  const plain: Array<number> = []
-  const source: Array<number> = []
+  const readers: ReadonlyArray<readonly [string, (round: number) => Promise<number>]> = [
+    ["plain consume loop", (round) => plainLoop(topic, round)],
+    ["KafkaSource.events (value)", () => sourceDrain(topic, "value")],
+    ["KafkaSource.events (envelope)", () => sourceDrain(topic, "envelope")]
+  ]
+  const results = readers.map(() => new Array<number>())
   for (let round = 0; round < rounds; round++) {
-    // Alternate the order so that neither always reads a warmer page cache.
-    if (round % 2 === 0) {
-      plain.push(rate(await plainLoop(topic, round)))
-      source.push(rate(await sourceDrain(topic)))
-    } else {
-      source.push(rate(await sourceDrain(topic)))
-      plain.push(rate(await plainLoop(topic, round)))
+    // Rotate the order so that no reader always reads a warmer page cache.
+    for (let i = 0; i < readers.length; i++) {
+      const at = (i + round) % readers.length
+      const reader = readers[at]
+      if (reader === undefined) continue
+      results[at]?.push(rate(await reader[1](round)))
     }
-    console.log(`round ${round + 1}: plain consume loop ${fmt(plain[round] ?? 0)} rec/s, KafkaSource.events ${fmt(source[round] ?? 0)} rec/s`)
+    console.log(`round ${round + 1}: ${readers.map(([label], i) => `${label} ${fmt(results[i]?.[round] ?? 0)} rec/s`).join(", ")}`)
   }
-  const best = (xs: Array<number>) => Math.max(...xs)
-  const p = best(plain)
-  const s = best(source)
-  console.log(`best of ${rounds}: plain consume loop ${fmt(p)} rec/s (${mb(p)} MB/s), KafkaSource.events ${fmt(s)} rec/s (${mb(s)} MB/s), ratio source/plain ${(s / p).toFixed(2)}`)
+  const best = (xs: ReadonlyArray<number>) => Math.max(...xs)
+  const plain = best(results[0] ?? [])
+  console.log(`best of ${rounds}:`)
+  readers.forEach(([label], i) => {
+    const r = best(results[i] ?? [])
+    console.log(`  ${label.padEnd(30)} ${fmt(r).padStart(10)} rec/s (${mb(r)} MB/s of values)${i === 0 ? "" : `, ratio to plain ${(r / plain).toFixed(2)}`}`)
+  })
   await admin.deleteTopics({ topics: [topic] })
   await admin.close()
 }

@@ -104,6 +104,7 @@ export const Sasl = Schema.Struct({
  * | `isolation` | `"read_uncommitted"` | or `"read_committed"` (skip aborted transactions) |
  * | `retentionGap` | `"fail"` | or `"record-and-continue"` |
  * | `until` | `"forever"` | or `"caught-up"`: end the stream at the high watermark seen at assignment |
+ * | `recordFormat` | `"envelope"` | what each archived payload holds: the whole record as a `RecordEnvelope` (timestamp, key, headers, value), or `"value"` (the value alone, zero-copy; keys, headers and timestamps are dropped) |
  * | `lagRefresh` | 1 second | max age of the high watermark behind `lag` |
  * | `connectTimeout` | 10 seconds | |
  * | `requestTimeout` | 30 seconds | |
@@ -133,6 +134,9 @@ export const KafkaConfig = Schema.Struct({
   ),
   until: Schema.Literals(["forever", "caught-up"]).pipe(
     Schema.withDecodingDefaultKey(Effect.succeed<"forever" | "caught-up">("forever"))
+  ),
+  recordFormat: Schema.Literals(["envelope", "value"]).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed<"envelope" | "value">("envelope"))
   ),
   lagRefresh: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("1 second"))),
   connectTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("10 seconds"))),

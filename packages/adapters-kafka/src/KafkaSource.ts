@@ -34,6 +34,7 @@ export interface KafkaSourceStats {
   /** Fetch requests answered. */
   fetches: number
   records: number
+  /** Payload bytes delivered (envelope bytes with `recordFormat: "envelope"`). */
   bytes: number
   /** Whether fetching is paused now, and how often it was paused. */
   readonly pauses: { paused: boolean; count: number }
@@ -96,6 +97,9 @@ type EventQueue = Queue.Queue<Source.SourceEvent, Source.SourceError | Cause.Don
  *
  * - `events` may run once. It starts fetching when run: in group mode it joins
  *   the group then; in assign mode it reads the configured partitions.
+ * - Each record becomes one payload: with `recordFormat: "envelope"` (the
+ *   default) a `RecordEnvelope` holding its timestamp, key, headers and value;
+ *   with `"value"` its value alone (zero-copy; a null value is empty).
  * - Start position: `startOffsets` (assign mode), else the group's committed
  *   offset, else the log start. Before fetching, at start, after every resume
  *   and on OFFSET_OUT_OF_RANGE, the position is compared with the log start:
@@ -396,7 +400,7 @@ export const make = (
             }
             if (pr.errorCode === 0) {
               if (pr.records === undefined) continue
-              const decoded = decodePartition(name, s.partition, s.next, pr.records, now)
+              const decoded = decodePartition(name, s.partition, s.next, pr.records, now, config.recordFormat)
               s.next = decoded.next
               if (decoded.chunk !== undefined) {
                 chunks.push(decoded.chunk)

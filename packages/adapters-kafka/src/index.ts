@@ -7,4 +7,5 @@
  */
 export * as KafkaConfig from "./KafkaConfig.ts"
 export * as KafkaSource from "./KafkaSource.ts"
+export * as RecordEnvelope from "./RecordEnvelope.ts"
 export * as RetentionGap from "./RetentionGap.ts"

@@ -1,12 +1,14 @@
 /**
  * Against the real broker: produce → KafkaSource → core Pipeline → memory sink.
- * Every record archived, commits only over verified offsets, crash and restart
- * without loss, pause/resume through the read gate.
+ * Every record archived (value, key, headers and timestamp), commits only over
+ * verified offsets, crash and restart without loss, pause/resume through the
+ * read gate.
  */
-import { Fixed, Memory, Pipeline } from "@sluice/core"
+import { Batch, Fixed, Memory, Pipeline } from "@sluice/core"
 import { Effect, Exit, Fiber, Scope } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import * as KafkaSource from "../src/KafkaSource.ts"
+import * as RecordEnvelope from "../src/RecordEnvelope.ts"
 import {
   archived,
   brokers,
@@ -17,7 +19,9 @@ import {
   endOffsets,
   groupOffsets,
   produce,
+  producedOf,
   Ranges,
+  sleep,
   topicName,
   verifyingSink,
   waitFor
@@ -28,7 +32,7 @@ const RECORD_BYTES = 100
 afterAll(closeClients)
 
 describe("KafkaSource with the core pipeline", () => {
-  it("archives every record exactly once and commits the end offsets, only over verified batches", async () => {
+  it("archives every record exactly once (key, headers, timestamp and value) and commits the end offsets, only over verified batches", async () => {
     await requireBroker()
     const topic = topicName("archive")
     const partitions = 4
@@ -60,9 +64,26 @@ describe("KafkaSource with the core pipeline", () => {
 
     expect(source.violations).toEqual([])
     expect(stats.recordsCommitted).toBe(partitions * perPartition)
-    const { counts, wrong } = archived(topic, [sink], RECORD_BYTES)
+    // Every record came back as an envelope with the key, headers and timestamp it was produced with.
+    const { counts, envelopes, wrong } = archived(topic, [sink], RECORD_BYTES)
     expect(wrong).toEqual([])
+    expect(envelopes).toBe(partitions * perPartition)
     expect(counts.size).toBe(partitions * perPartition)
+    // Read back by hand, the documented way: Batch.decodeBody, then RecordEnvelope.decode.
+    const text = new TextDecoder()
+    const first = [...sink.manifests.values()].find((m) => m.partition === 2 && m.firstOffset === 0)
+    const body = first === undefined ? undefined : sink.objects.get(first.key)?.body
+    const records = body === undefined ? [] : Batch.decodeBody(body).map(RecordEnvelope.decode)
+    const r0 = records[0]
+    expect(r0?.key === null || r0?.key === undefined ? null : text.decode(r0.key)).toBe("key-2-0")
+    expect(r0?.headers.map(([k, v]) => [text.decode(k), v === null ? null : [...v]])).toEqual([
+      ["sluice-offset", [...new TextEncoder().encode("0")]],
+      ["bin", [0, 255, 2]]
+    ])
+    expect(r0?.timestamp).toBe(producedOf(topic, 2, 0).timestamp)
+    expect(r0?.value === null || r0?.value === undefined ? null : text.decode(r0.value)).toMatch(new RegExp(`^${topic}/2/0\\.+$`))
+    expect(records[9]?.key).toBeNull()
+    expect(records[9]?.timestamp).toBe(producedOf(topic, 2, 0).timestamp + 9)
     expect([...counts.values()].every((n) => n === 1)).toBe(true)
     expect(await groupOffsets(groupId, topic, partitions)).toEqual(await endOffsets(topic, partitions))
     // Chunks, never one event per record: every fetch answer yields at most one chunk per partition.
@@ -100,7 +121,15 @@ describe("KafkaSource with the core pipeline", () => {
     })
     await Effect.runPromise(Fiber.interrupt(fiber))
     await Effect.runPromise(Scope.close(scope, Exit.void))
-    const afterCrash = await groupOffsets(groupId, topic, partitions)
+    // A commit in flight at the interrupt is not cancelled: it may still land
+    // shortly after the client closed. Read the offsets once they settled.
+    let afterCrash = await groupOffsets(groupId, topic, partitions)
+    for (let i = 0; i < 20; i++) {
+      await sleep(250)
+      const again = await groupOffsets(groupId, topic, partitions)
+      if (again.every((o, p) => o === afterCrash[p])) break
+      afterCrash = again
+    }
     // Kafka holds at least what run 1 saw acknowledged (a commit in flight at the
     // interrupt may have landed too), and the crash came mid-run.
     afterCrash.forEach((o, p) => expect(o).toBeGreaterThanOrEqual(source1.committed.get(p) ?? -1))
@@ -186,6 +215,10 @@ describe("KafkaSource with the core pipeline", () => {
       expect(handle.stats().recordsCommitted).toBe(partitions * 1000)
       const after = yield* source.lag
       expect([...after.values()].every((n) => n === 0)).toBe(true)
+      const { counts, envelopes, wrong } = archived(topic, [sink], RECORD_BYTES)
+      expect(wrong).toEqual([])
+      expect(envelopes).toBe(partitions * 1000)
+      expect(counts.size).toBe(partitions * 1000)
     })))
     expect(await groupOffsets(`${topic}-g`, topic, partitions)).toEqual([1000, 1000])
   })

@@ -23,6 +23,7 @@ describe("KafkaConfig", () => {
       clientId: "sluice",
       retentionGap: "fail",
       until: "forever",
+      recordFormat: "envelope",
       isolation: "read_uncommitted",
       prefetch: 256,
       fetch: { minBytes: 1, maxWait: 500, maxBytes: 16 * 1024 * 1024, partitionMaxBytes: 1024 * 1024 },
@@ -34,6 +35,8 @@ describe("KafkaConfig", () => {
     expect(messageOf({ ...base, brokers: ["localhost"] })).toMatch(/ConfigError: kafka: .*\["brokers"\]\[0\]/s)
     expect(messageOf({ ...base, brokers: [] })).toMatch(/ConfigError: .*\["brokers"\]/s)
     expect(messageOf({ ...base, retentionGap: "skip" })).toMatch(/ConfigError: .*\["retentionGap"\]/s)
+    expect(messageOf({ ...base, recordFormat: "json" })).toMatch(/ConfigError: .*\["recordFormat"\]/s)
+    expect(messageOf({ ...base, recordFormat: "value" })).toBe("ok")
     expect(messageOf({ ...base, mode: { kind: "group" } })).toMatch(/ConfigError: .*\["mode"\]/s)
     expect(messageOf({ ...base, fetch: { maxWait: "soon" } })).toMatch(/ConfigError: .*\["fetch"\]\["maxWait"\]/s)
     expect(messageOf({ ...base, tls: { ca: 1 } })).toMatch(/ConfigError: .*\["tls"\]\["ca"\]/s)

@@ -3,10 +3,11 @@
  * records arrive, retention deletes them unread (log start passes the committed
  * offset), the archiver restarts. Both policies, exact counts.
  */
-import { Fixed, Memory, Pipeline, Source } from "@sluice/core"
+import { Batch, Fixed, Memory, Pipeline, Source } from "@sluice/core"
 import { Effect, Exit } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import * as KafkaSource from "../src/KafkaSource.ts"
+import * as RecordEnvelope from "../src/RecordEnvelope.ts"
 import * as RetentionGap from "../src/RetentionGap.ts"
 import {
   archived,
@@ -17,6 +18,7 @@ import {
   createTopic,
   endOffsets,
   groupOffsets,
+  payloadOf,
   produce,
   Ranges,
   setTopicConfig,
@@ -110,7 +112,7 @@ describe("retention gaps on a real broker", () => {
     expect(await groupOffsets(groupId, topic, PARTITIONS)).toEqual(await endOffsets(topic, PARTITIONS))
   })
 
-  it("detects a gap that opens while the source is paused, when it resumes", async () => {
+  it("detects a gap that opens while the source is paused, when it resumes (recordFormat \"value\")", async () => {
     await requireBroker()
     const topic = topicName("gap-paused")
     await createTopic(topic, 1)
@@ -122,6 +124,7 @@ describe("retention gaps on a real broker", () => {
         topic,
         mode: { kind: "assign" },
         retentionGap: "record-and-continue",
+        recordFormat: "value",
         fetch: { maxWait: 100 }
       })
       const sink = Memory.sink()
@@ -145,9 +148,18 @@ describe("retention gaps on a real broker", () => {
       const gap = source.stats.gaps[0]
       expect(gap?.expected).toBeGreaterThanOrEqual(100)
       expect(handle.stats().retentionGapRecords).toBe(gap?.lostRecords)
-      // Everything read was archived: 0..expected-1 and 160..199.
-      const { counts } = archived(topic, [sink], RECORD_BYTES)
+      // Everything read was archived (values alone): 0..expected-1 and 160..199.
+      // (The batch holding the record before the gap and those after it spans
+      // the hole, and a manifest has no per-record offsets: only counts here.)
+      const { counts, envelopes } = archived(topic, [sink], RECORD_BYTES, "value")
+      expect(envelopes).toBe(0)
       expect(counts.size).toBe((gap?.expected ?? 0) + 40)
+      // Payloads are the raw values, not envelopes.
+      const first = [...sink.manifests.values()].find((m) => m.firstOffset === 0)
+      const body = first === undefined ? undefined : sink.objects.get(first.key)?.body
+      const payload = body === undefined ? new Uint8Array(0) : (Batch.decodeBody(body)[0] ?? new Uint8Array(0))
+      expect([...payload]).toEqual([...payloadOf(topic, 0, 0, RECORD_BYTES)])
+      expect(() => RecordEnvelope.decode(payload)).toThrow(RecordEnvelope.MalformedEnvelope)
     })))
   })
 })

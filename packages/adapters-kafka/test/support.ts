@@ -1,12 +1,14 @@
 /**
  * Test support: the real broker (from SLUICE_KAFKA_BROKERS), topics, producing
- * known payloads, reading committed offsets, and wrappers that check the
- * commit invariant at every commit.
+ * known records (value, key, headers, timestamp), reading committed offsets
+ * and archived records back, and wrappers that check the commit invariant at
+ * every commit.
  */
 import { Admin, ConfigResourceTypes, IncrementalAlterConfigOperationTypes, ListOffsetTimestamps, Producer } from "@platformatic/kafka"
 import { Batch, Memory } from "@sluice/core"
 import type { Source } from "@sluice/core"
 import { Effect, Stream } from "effect"
+import * as RecordEnvelope from "../src/RecordEnvelope.ts"
 
 const encoder = new TextEncoder()
 
@@ -94,10 +96,36 @@ export const setTopicConfig = async (topic: string, name: string, value: string)
 export const payloadOf = (topic: string, partition: number, offset: number, recordBytes: number): Uint8Array =>
   Memory.recordPayload(encoder, topic, partition, offset, recordBytes)
 
+const timestampBases = new Map<string, number>()
+/** Record timestamps of a topic start here (a minute in the past, so retention and the broker accept them). */
+const timestampBase = (topic: string): number => {
+  let base = timestampBases.get(topic)
+  if (base === undefined) {
+    base = Date.now() - 60_000
+    timestampBases.set(topic, base)
+  }
+  return base
+}
+
+/** What {@link produce} writes besides the value: every 10th record has no key. */
+export interface Produced {
+  readonly timestamp: number
+  readonly key: string | null
+  readonly headers: ReadonlyArray<readonly [string, ReadonlyArray<number>]>
+}
+
+/** The key, headers and timestamp of the record at (partition, offset) of a topic produced by {@link produce}. */
+export const producedOf = (topic: string, partition: number, offset: number): Produced => ({
+  timestamp: timestampBase(topic) + offset,
+  key: offset % 10 === 9 ? null : `key-${partition}-${offset}`,
+  headers: [["sluice-offset", [...encoder.encode(String(offset))]], ["bin", [0, 255, partition]]]
+})
+
 /**
  * Appends records `from .. from+count-1` to every partition, each record's
- * payload naming its position (`<topic>/<partition>/<offset>`), so a fresh topic
- * holds known bytes at known offsets.
+ * value naming its position (`<topic>/<partition>/<offset>`), with the key,
+ * headers and timestamp of {@link producedOf}, so a fresh topic holds known
+ * records at known offsets.
  */
 export const produce = async (
   topic: string,
@@ -112,7 +140,15 @@ export const produce = async (
     const messages = []
     for (let partition = 0; partition < partitions; partition++) {
       for (let offset = start; offset < end; offset++) {
-        messages.push({ topic, partition, value: Buffer.from(payloadOf(topic, partition, offset, options.recordBytes)) })
+        const produced = producedOf(topic, partition, offset)
+        messages.push({
+          topic,
+          partition,
+          value: Buffer.from(payloadOf(topic, partition, offset, options.recordBytes)),
+          ...(produced.key === null ? {} : { key: Buffer.from(produced.key) }),
+          headers: new Map(produced.headers.map(([k, v]) => [Buffer.from(k), Buffer.from(v)] as const)),
+          timestamp: BigInt(produced.timestamp)
+        })
       }
     }
     await p.send({ messages })
@@ -247,30 +283,58 @@ export const checkingSource = <S extends Source.Source>(
 
 /**
  * Reads every stored object back: how often each (partition, offset) was
- * archived, and whether each payload is the one produced there.
+ * archived, and whether each record is the one produced there. With the
+ * `"envelope"` format (the default) each payload is decoded with
+ * `RecordEnvelope.decode` and its key, headers and timestamp are checked too;
+ * `envelopes` counts the envelopes checked.
  */
 export const archived = (
   topic: string,
   sinks: ReadonlyArray<Memory.MemorySink>,
-  recordBytes: number
-): { readonly counts: Map<string, number>; readonly wrong: Array<string> } => {
+  recordBytes: number,
+  format: "envelope" | "value" = "envelope"
+): { readonly counts: Map<string, number>; readonly wrong: Array<string>; readonly envelopes: number } => {
   const counts = new Map<string, number>()
   const wrong: Array<string> = []
+  let envelopes = 0
   const decoder = new TextDecoder()
+  const report = (message: string) => {
+    if (wrong.length < 10) wrong.push(message)
+  }
   for (const sink of sinks) {
     for (const [key, object] of sink.objects) {
       const manifest = sink.manifests.get(key)
       if (manifest === undefined) continue
       const payloads = Batch.decodeBody(object.body)
-      if (payloads.length !== manifest.records) wrong.push(`${key}: ${payloads.length} payloads for ${manifest.records} records`)
+      if (payloads.length !== manifest.records) report(`${key}: ${payloads.length} payloads for ${manifest.records} records`)
       payloads.forEach((payload, i) => {
         const offset = manifest.firstOffset + i
         const id = `${manifest.partition}/${offset}`
         counts.set(id, (counts.get(id) ?? 0) + 1)
+        let value: Uint8Array | null = payload
+        if (format === "envelope") {
+          let record: RecordEnvelope.Envelope
+          try {
+            record = RecordEnvelope.decode(payload)
+          } catch (error) {
+            report(`${id}: ${error instanceof Error ? error.message : String(error)}`)
+            return
+          }
+          envelopes++
+          value = record.value
+          const expected = producedOf(topic, manifest.partition, offset)
+          const got = {
+            timestamp: record.timestamp,
+            key: record.key === null ? null : decoder.decode(record.key),
+            headers: record.headers.map(([k, v]) => [decoder.decode(k), v === null ? null : [...v]] as const)
+          }
+          if (JSON.stringify(got) !== JSON.stringify(expected)) report(`${id}: got ${JSON.stringify(got)}, produced ${JSON.stringify(expected)}`)
+        }
         const expected = decoder.decode(payloadOf(topic, manifest.partition, offset, recordBytes))
-        if (decoder.decode(payload) !== expected && wrong.length < 10) wrong.push(`${id}: got ${decoder.decode(payload).slice(0, 40)}`)
+        const text = value === null ? "<null>" : decoder.decode(value)
+        if (text !== expected) report(`${id}: got value ${text.slice(0, 40)}`)
       })
     }
   }
-  return { counts, wrong }
+  return { counts, wrong, envelopes }
 }
