@@ -18,10 +18,12 @@ import type { RecordChunk } from "./Record.ts"
  * - `age`: its oldest record waited `maxAge` (bound on staleness).
  * - `pressure`: the read gate closed and open batches were sealed early.
  * - `drain`: the source ended or the pipeline is shutting down.
+ * - `gap`: the source reported a retention gap on the partition; the batch before
+ *   the gap is sealed so the next one starts at the log start and records it.
  *
  * @since 0.1.0
  */
-export const SealReason = Schema.Literals(["records", "bytes", "age", "pressure", "drain"])
+export const SealReason = Schema.Literals(["records", "bytes", "age", "pressure", "drain", "gap"])
 
 /**
  * @since 0.1.0
@@ -119,7 +121,13 @@ export const Manifest = Schema.Struct({
   sealReason: SealReason,
   openedAt: Schema.Number,
   sealedAt: Schema.Number,
-  gap: Schema.optionalKey(GapRecord)
+  gap: Schema.optionalKey(GapRecord),
+  /**
+   * Present when the records' offsets are not contiguous (compacted topics,
+   * transaction markers): `[firstOffset, count]` runs, in order, so record `i`'s
+   * offset can be recovered (see {@link recordOffsets}).
+   */
+  offsetRuns: Schema.optionalKey(Schema.Array(Schema.Tuple([Schema.Number, Schema.Number])))
 })
 
 /**
@@ -197,6 +205,53 @@ export const decodeBody = (body: Uint8Array): ReadonlyArray<Uint8Array> => {
 }
 
 /**
+ * The batch's offsets as `[firstOffset, count]` runs of consecutive offsets.
+ *
+ * @since 0.1.0
+ */
+export const offsetRuns = (batch: SealedBatch): Array<readonly [number, number]> => {
+  const runs: Array<[number, number]> = []
+  const push = (offset: number) => {
+    const last = runs[runs.length - 1]
+    if (last !== undefined && last[0] + last[1] === offset) last[1]++
+    else runs.push([offset, 1])
+  }
+  for (const chunk of batch.chunks) {
+    if (chunk.offsets === undefined) {
+      const last = runs[runs.length - 1]
+      if (last !== undefined && last[0] + last[1] === chunk.firstOffset) last[1] += chunk.count
+      else runs.push([chunk.firstOffset, chunk.count])
+    } else {
+      for (const offset of chunk.offsets) push(offset)
+    }
+  }
+  return runs
+}
+
+/**
+ * The offset of every record of a stored object, from its manifest (in body
+ * order, matching `decodeBody`).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ * declare const manifest: Batch.Manifest
+ * declare const body: Uint8Array
+ * const offsets = Batch.recordOffsets(manifest)
+ * const records = Batch.decodeBody(body) // records[i] sits at offsets[i]
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const recordOffsets = (manifest: Manifest): Array<number> => {
+  const runs = manifest.offsetRuns ?? [[manifest.firstOffset, manifest.records] as const]
+  const out: Array<number> = []
+  for (const [first, count] of runs) for (let i = 0; i < count; i++) out.push(first + i)
+  return out
+}
+
+/**
  * Builds the manifest of a batch once its object is stored with `checksum`.
  *
  * @since 0.1.0
@@ -215,5 +270,11 @@ export const manifestOf = (batch: SealedBatch, checksum: Checksum): Manifest => 
   sealReason: batch.sealReason,
   openedAt: batch.openedAt,
   sealedAt: batch.sealedAt,
-  ...(batch.gap !== undefined ? { gap: batch.gap } : {})
+  ...(batch.gap !== undefined ? { gap: batch.gap } : {}),
+  ...offsetRunsField(batch)
 })
+
+const offsetRunsField = (batch: SealedBatch): { offsetRuns?: ReadonlyArray<readonly [number, number]> } => {
+  if (batch.lastOffset - batch.firstOffset + 1 === batch.records) return {}
+  return { offsetRuns: offsetRuns(batch) }
+}

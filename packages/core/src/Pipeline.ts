@@ -308,6 +308,9 @@ export const start = <E = never>(
         const now = yield* Clock.currentTimeMillis
         stats.retentionGapRecords += gap.lostRecords
         metrics.retentionGapRecords.add(gap.lostRecords, { partition: gap.partition })
+        // The records before the gap go in their own batch; the next batch starts
+        // at the log start and carries the gap in its manifest.
+        yield* enqueue(sealer.sealPartition(gap.source, gap.partition, "gap", now), now)
         sealer.recordGap(gap.source, gap.partition, {
           expected: gap.expected,
           logStart: gap.logStart,

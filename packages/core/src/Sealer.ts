@@ -107,6 +107,13 @@ export class Sealer {
     return sealed
   }
 
+  /** Seals the open batch of one partition, if any. */
+  sealPartition(source: string, partition: number, reason: SealReason, now: number): Array<SealedBatch> {
+    const id = keyOf(source, partition)
+    const batch = this.open.get(id)
+    return batch === undefined ? [] : [this.seal(id, batch, reason, now)]
+  }
+
   /** Seals every open batch with `reason` (`pressure` or `drain`). */
   sealAll(reason: SealReason, now: number): Array<SealedBatch> {
     const sealed: Array<SealedBatch> = []
