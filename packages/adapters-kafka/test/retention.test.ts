@@ -149,11 +149,18 @@ describe("retention gaps on a real broker", () => {
       expect(gap?.expected).toBeGreaterThanOrEqual(100)
       expect(handle.stats().retentionGapRecords).toBe(gap?.lostRecords)
       // Everything read was archived (values alone): 0..expected-1 and 160..199.
-      // (The batch holding the record before the gap and those after it spans
-      // the hole, and a manifest has no per-record offsets: only counts here.)
       const { counts, envelopes } = archived(topic, [sink], RECORD_BYTES, "value")
       expect(envelopes).toBe(0)
       expect(counts.size).toBe((gap?.expected ?? 0) + 40)
+      // No object spans the gap: the batch before it was sealed on the gap, and
+      // the batch starting at the log start records it in its manifest.
+      const manifests = [...sink.manifests.values()]
+      expect(manifests.every((m) => m.lastOffset < 160 || m.firstOffset >= 160)).toBe(true)
+      expect(manifests.find((m) => m.firstOffset === 160)?.gap).toEqual({
+        expected: gap?.expected,
+        logStart: 160,
+        lostRecords: gap?.lostRecords
+      })
       // Payloads are the raw values, not envelopes.
       const first = [...sink.manifests.values()].find((m) => m.firstOffset === 0)
       const body = first === undefined ? undefined : sink.objects.get(first.key)?.body
