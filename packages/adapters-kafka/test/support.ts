@@ -6,8 +6,8 @@
  */
 import { Admin, ConfigResourceTypes, IncrementalAlterConfigOperationTypes, ListOffsetTimestamps, Producer } from "@platformatic/kafka"
 import { Batch, Memory } from "@sluice/core"
+import { CommitGuard } from "@sluice/testkit"
 import type { Source } from "@sluice/core"
-import { Effect, Stream } from "effect"
 import * as RecordEnvelope from "../src/RecordEnvelope.ts"
 
 const encoder = new TextEncoder()
@@ -195,90 +195,27 @@ export const waitFor = async (what: string, check: () => boolean | Promise<boole
 }
 
 // --- the commit invariant ------------------------------------------------------
+// From the testkit: `Ranges` of verified offsets shared across runs, a sink
+// wrapper that marks them on verify, and a source wrapper that checks each commit.
 
-/** Offset ranges per partition: verified in storage, or reported lost (retention gap). */
-export class Ranges {
-  private readonly byPartition = new Map<number, Array<[number, number]>>()
+export const Ranges = CommitGuard.Ranges
+export type Ranges = CommitGuard.Ranges
 
-  /** Adds `[from, to)`. */
-  add(partition: number, from: number, to: number): void {
-    const list = this.byPartition.get(partition) ?? []
-    list.push([from, to])
-    list.sort((a, b) => a[0] - b[0])
-    const merged: Array<[number, number]> = []
-    for (const r of list) {
-      const last = merged[merged.length - 1]
-      if (last !== undefined && r[0] <= last[1]) last[1] = Math.max(last[1], r[1])
-      else merged.push([r[0], r[1]])
-    }
-    this.byPartition.set(partition, merged)
-  }
-
-  /** Whether `[from, to)` is covered. */
-  covers(partition: number, from: number, to: number): boolean {
-    if (to <= from) return true
-    return (this.byPartition.get(partition) ?? []).some(([a, b]) => a <= from && to <= b)
-  }
-}
+/** A memory sink whose verified batches are added to `verified`. */
+export const verifyingSink = (verified: CommitGuard.Ranges, sink: Memory.MemorySink = Memory.sink()): Memory.MemorySink =>
+  CommitGuard.verifying(sink, verified)
 
 /**
- * Wraps a memory sink: a batch's offsets count as verified once `verify`
- * succeeded (before the pipeline can commit them).
- */
-export const verifyingSink = (verified: Ranges, sink: Memory.MemorySink = Memory.sink()): Memory.MemorySink => {
-  const ranges = new Map<string, { partition: number; first: number; last: number }>()
-  return {
-    ...sink,
-    putManifest: (manifest) =>
-      Effect.tap(sink.putManifest(manifest), () =>
-        Effect.sync(() => {
-          ranges.set(manifest.key, { partition: manifest.partition, first: manifest.firstOffset, last: manifest.lastOffset })
-        })),
-    verify: (receipt) =>
-      Effect.tap(sink.verify(receipt), () =>
-        Effect.sync(() => {
-          const r = ranges.get(receipt.key)
-          if (r !== undefined) verified.add(r.partition, r.first, r.last + 1)
-        }))
-  }
-}
-
-/**
- * Wraps a source: at every commit, asserts that every offset from the previous
- * commit point (or `from`) up to the new one is verified in storage or was
- * reported lost by a retention gap. Violations are collected, not thrown, so a
- * test can assert on them.
+ * Wraps a source so every commit is checked against `verified` (and the gaps it
+ * reported); `violations` collects what failed, `seen` the non-record events.
  */
 export const checkingSource = <S extends Source.Source>(
   source: S,
-  verified: Ranges,
+  verified: CommitGuard.Ranges,
   from: ReadonlyMap<number, number> = new Map()
 ): S & { readonly violations: Array<string>; readonly seen: Array<Source.SourceEvent> } => {
-  const violations: Array<string> = []
-  const seen: Array<Source.SourceEvent> = []
-  const lost = new Ranges()
-  const last = new Map(from)
-  const events = source.events.pipe(
-    Stream.tap((event) =>
-      Effect.sync(() => {
-        if (event._tag !== "RecordChunk") seen.push(event)
-        if (event._tag === "RetentionGap") lost.add(event.partition, event.expected, event.logStart)
-      })
-    )
-  )
-  const commit = (partition: number, nextOffset: number) =>
-    Effect.suspend(() => {
-      const start = last.get(partition) ?? 0
-      for (let o = start; o < nextOffset; o++) {
-        if (!verified.covers(partition, o, o + 1) && !lost.covers(partition, o, o + 1)) {
-          violations.push(`commit ${partition}@${nextOffset}: offset ${o} is not verified`)
-          break
-        }
-      }
-      last.set(partition, Math.max(start, nextOffset))
-      return source.commit(partition, nextOffset)
-    })
-  return { ...source, events, commit, violations, seen }
+  const checked = CommitGuard.checking(source, verified, from)
+  return Object.assign(checked.source, { violations: checked.violations, seen: checked.events })
 }
 
 /**

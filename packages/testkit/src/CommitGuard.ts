@@ -45,66 +45,22 @@ export class Ranges {
 }
 
 /**
- * A guarded sink and source, with what the guard saw.
+ * Wraps a sink: a batch's offsets count as verified in `verified` once its
+ * `verify` succeeded (and before the pipeline can commit them). The wrapper keeps
+ * the sink's own type, so e.g. a `Memory.MemorySink` stays inspectable. Several
+ * sinks (runs) may share one `verified`.
  *
  * @since 0.1.0
  */
-export interface Guarded<S extends Source.Source> {
-  readonly sink: Sink.Sink
-  readonly source: S
-  /** Every violation of the commit invariant, in order (empty when it holds). */
-  readonly violations: Array<string>
-  /** Every commit, in order. */
-  readonly commits: Array<{ readonly partition: number; readonly nextOffset: number }>
-  /** Offsets verified in storage. */
-  readonly verified: Ranges
-  /** Offsets reported lost by retention gaps. */
-  readonly lost: Ranges
-  /** Keys verified. */
-  readonly verifiedKeys: Set<string>
-  /** Non-record source events (gaps, revokes), in order. */
-  readonly events: Array<Source.SourceEvent>
-}
-
-/**
- * Wraps `sink` and `source`. `from` gives each partition's starting commit
- * point (default 0), for a run that resumes from earlier commits.
- *
- * **Example**
- *
- * ```ts
- * import { Effect } from "effect"
- * import { Memory, Pipeline } from "@sluice/core"
- * import { CommitGuard } from "@sluice/testkit"
- *
- * const g = CommitGuard.guard(Memory.sink(), Memory.source({ name: "t", partitions: 2, records: 1000, recordBytes: 10 }))
- * await Effect.runPromise(Pipeline.run({ source: g.source, sink: g.sink }))
- * // expect(g.violations).toEqual([])
- * ```
- *
- * @since 0.1.0
- */
-export const guard = <S extends Source.Source>(
-  sink: Sink.Sink,
-  source: S,
-  options: { readonly from?: ReadonlyMap<number, number> } = {}
-): Guarded<S> => {
-  const verified = new Ranges()
-  const lost = new Ranges()
-  const violations: Array<string> = []
-  const commits: Array<{ partition: number; nextOffset: number }> = []
-  const verifiedKeys = new Set<string>()
-  const events: Array<Source.SourceEvent> = []
+export const verifying = <K extends Sink.Sink>(sink: K, verified: Ranges, verifiedKeys: Set<string> = new Set()): K => {
   const ranges = new Map<string, { readonly partition: number; readonly first: number; readonly last: number }>()
-  const last = new Map(options.from ?? [])
-
-  const guardedSink: Sink.Sink = {
+  return {
     ...sink,
-    putObject: (batch) => {
+    putObject: (batch: Parameters<Sink.Sink["putObject"]>[0]) => {
       ranges.set(batch.key, { partition: batch.partition, first: batch.firstOffset, last: batch.lastOffset })
       return sink.putObject(batch)
     },
-    verify: (receipt) =>
+    verify: (receipt: Parameters<Sink.Sink["verify"]>[0]) =>
       Effect.tap(sink.verify(receipt), () =>
         Effect.sync(() => {
           const r = ranges.get(receipt.key)
@@ -113,8 +69,42 @@ export const guard = <S extends Source.Source>(
           verifiedKeys.add(receipt.key)
         }))
   }
+}
 
-  const guardedSource: S = {
+/**
+ * What a checked source saw.
+ *
+ * @since 0.1.0
+ */
+export interface Checked {
+  /** Every violation of the commit invariant, in order (empty when it holds). */
+  readonly violations: Array<string>
+  /** Every commit, in order. */
+  readonly commits: Array<{ readonly partition: number; readonly nextOffset: number }>
+  /** Offsets reported lost by retention gaps. */
+  readonly lost: Ranges
+  /** Non-record source events (gaps, revokes), in order. */
+  readonly events: Array<Source.SourceEvent>
+}
+
+/**
+ * Wraps a source: at every commit, checks that every offset from the previous
+ * commit point (or `from`) up to the new one is in `verified` or was reported
+ * lost by a retention gap, and that commits never move back.
+ *
+ * @since 0.1.0
+ */
+export const checking = <S extends Source.Source>(
+  source: S,
+  verified: Ranges,
+  from: ReadonlyMap<number, number> = new Map()
+): { readonly source: S } & Checked => {
+  const lost = new Ranges()
+  const violations: Array<string> = []
+  const commits: Array<{ partition: number; nextOffset: number }> = []
+  const events: Array<Source.SourceEvent> = []
+  const last = new Map(from)
+  const checked: S = {
     ...source,
     events: source.events.pipe(
       Stream.tap((event) =>
@@ -140,6 +130,49 @@ export const guard = <S extends Source.Source>(
         return source.commit(partition, nextOffset)
       })
   }
+  return { source: checked, violations, commits, lost, events }
+}
 
-  return { sink: guardedSink, source: guardedSource, violations, commits, verified, lost, verifiedKeys, events }
+/**
+ * A guarded sink and source, with what the guard saw.
+ *
+ * @since 0.1.0
+ */
+export interface Guarded<K extends Sink.Sink, S extends Source.Source> extends Checked {
+  readonly sink: K
+  readonly source: S
+  /** Offsets verified in storage. */
+  readonly verified: Ranges
+  /** Keys verified. */
+  readonly verifiedKeys: Set<string>
+}
+
+/**
+ * Wraps `sink` and `source` together ({@link verifying} + {@link checking}).
+ * `from` gives each partition's starting commit point (default 0), for a run
+ * that resumes from earlier commits.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Memory, Pipeline } from "@sluice/core"
+ * import { CommitGuard } from "@sluice/testkit"
+ *
+ * const g = CommitGuard.guard(Memory.sink(), Memory.source({ name: "t", partitions: 2, records: 1000, recordBytes: 10 }))
+ * await Effect.runPromise(Pipeline.run({ source: g.source, sink: g.sink }))
+ * // expect(g.violations).toEqual([])
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const guard = <K extends Sink.Sink, S extends Source.Source>(
+  sink: K,
+  source: S,
+  options: { readonly from?: ReadonlyMap<number, number> } = {}
+): Guarded<K, S> => {
+  const verified = new Ranges()
+  const verifiedKeys = new Set<string>()
+  const checked = checking(source, verified, options.from)
+  return { ...checked, sink: verifying(sink, verified, verifiedKeys), verified, verifiedKeys }
 }
