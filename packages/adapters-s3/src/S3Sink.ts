@@ -20,6 +20,7 @@ import * as Http from "node:http"
 import * as Https from "node:https"
 import {
   AbortMultipartUploadCommand,
+  ListMultipartUploadsCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
@@ -258,12 +259,39 @@ export const fromClient = (cfg: S3Config.S3Config, client: S3Client, name?: stri
       return value
     })
 
+  /** Whether the multipart upload is still listed by the server. */
+  const stillListed = (key: string, uploadId: string) =>
+    send("object_upload", (abortSignal) =>
+      client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: key }), { abortSignal })).pipe(
+        Effect.map((out) => (out.Uploads ?? []).some((u) => u.UploadId === uploadId))
+      )
+
+  // A part whose request was cut off client-side may still land on the server
+  // after the abort and bring the upload back (S3 documents this race): abort,
+  // then check the upload is gone, and abort again until it is. Failures of the
+  // abort itself (a throttle, a reset) are retried the same way, then logged (a
+  // bucket lifecycle rule for incomplete uploads is the backstop).
   const abort = (key: string, uploadId: string) =>
     send("object_upload", (abortSignal) =>
       client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }), { abortSignal })).pipe(
-        // The abort itself may meet a throttle or a reset: try a few times, then
-        // log (a bucket lifecycle rule for incomplete uploads is the backstop).
-        Effect.retry({ times: 4, schedule: Schedule.exponential(100), while: (e) => e.failureClass !== "Fatal" }),
+        Effect.catchIf((e) => e.code === "NoSuchUpload", () => Effect.void),
+        Effect.andThen(Effect.sleep(50)),
+        Effect.andThen(stillListed(key, uploadId)),
+        Effect.flatMap((listed) =>
+          listed
+            ? Effect.fail(
+              new Failure.SinkFailure({
+                failureClass: "Transient",
+                code: "UploadStillListed",
+                status: undefined,
+                stage: "object_upload",
+                retryAfterMillis: undefined,
+                message: `multipart upload ${uploadId} for ${key} is still listed after its abort`
+              })
+            )
+            : Effect.void
+        ),
+        Effect.retry({ times: 6, schedule: Schedule.exponential(100), while: (e) => e.failureClass !== "Fatal" }),
         Effect.tapError((e) => Effect.logWarning(`s3: abort of multipart upload ${uploadId} for ${key} failed: ${e.message}`)),
         Effect.ignore
       )
