@@ -118,3 +118,88 @@ export const range = (series: ReadonlyArray<readonly [number, number]>, from: nu
 
 /** A store with a latency knee: `base` up to `knee` concurrent requests, then proportional. */
 export const knee = (base: number, kneeAt: number) => (limit: number) => base * Math.max(1, limit / kneeAt)
+
+/** A deterministic uniform PRNG (mulberry32) for test models. */
+export const prng = (seed: number) => {
+  let s = seed >>> 0
+  return (): number => {
+    s = (s + 0x6d2b79f5) >>> 0
+    let t = s
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/**
+ * Drives a concurrency core against an object store shaped like the testkit's,
+ * event by event: `limit` upload slots each run batches back to back — an object
+ * upload of `size(t)` bytes, then a bodiless manifest upload and verification —
+ * every request taking `(baseMillis + bytes / bytesPerMilli) × max(1, inflight /
+ * knee) × (1 + 0.1·Exp(1))` (seeded jitter), where `inflight` counts requests of
+ * every stage. A tick every 100 ms. Returns the limit over time.
+ */
+export const objectStoreLoop = <C, S>(
+  policy: Policy.Policy<C, S>,
+  config: C,
+  options: {
+    readonly baseMillis: number
+    readonly bytesPerMilli: number
+    readonly knee: number
+    readonly size: (t: number) => number
+    readonly untilMillis: number
+    readonly seed?: number
+  }
+): { readonly series: Array<readonly [number, number]>; readonly state: S } => {
+  const rand = prng(options.seed ?? 1)
+  let state = policy.init(config)
+  let limit = policy.initial(state).concurrency ?? 1
+  const series: Array<readonly [number, number]> = [[0, limit]]
+  const feed = (signal: SignalBus.Signal) => {
+    const next = policy.step(state, signal, signal.at)
+    state = next.state
+    if (next.proposal?.concurrency !== undefined) {
+      limit = next.proposal.concurrency
+      series.push([signal.at, limit])
+    }
+  }
+  type Stage = "object_upload" | "manifest_upload" | "verify"
+  interface Request { readonly end: number; readonly start: number; readonly stage: Stage; readonly bytes: number; readonly slotsAtStart: number }
+  const pending: Array<Request> = []
+  let slots = 0
+  let nextTick = 100
+  const start = (t: number, stage: Stage, bytes: number, slotsAtStart: number) => {
+    const service = (options.baseMillis + bytes / options.bytesPerMilli) *
+      Math.max(1, (pending.length + 1) / options.knee) * (1 - 0.1 * Math.log(1 - rand()))
+    pending.push({ end: t + service, start: t, stage, bytes, slotsAtStart })
+  }
+  const fill = (t: number) => {
+    while (slots < limit) {
+      slots++
+      start(t, "object_upload", options.size(t), slots)
+    }
+  }
+  fill(0)
+  while (true) {
+    pending.sort((x, y) => x.end - y.end)
+    const first = pending[0]
+    const t = Math.min(first?.end ?? Infinity, nextTick)
+    if (t >= options.untilMillis) break
+    if (first === undefined || nextTick <= first.end) {
+      feed(tick(nextTick))
+      nextTick += 100
+      fill(t)
+      continue
+    }
+    pending.shift()
+    const common = { startedAt: first.start, bytes: first.bytes, stage: first.stage, inflightAtStart: first.slotsAtStart, limitAtStart: limit }
+    feed(sample(t, t - first.start, common))
+    if (first.stage === "object_upload") start(t, "manifest_upload", 0, first.slotsAtStart)
+    else if (first.stage === "manifest_upload") start(t, "verify", 0, first.slotsAtStart)
+    else {
+      slots--
+      fill(t)
+    }
+  }
+  return { series, state }
+}

@@ -96,6 +96,34 @@ describe("Throttle", () => {
     expect(final?.rate).toBeUndefined()
   })
 
+  it("one cut per round: later stages of uploads admitted before the cut do not cut again", () => {
+    const { state } = Policy.replay(Throttle.policy, config(), [
+      [failure(100, "Throttled", { startedAt: 50, limitAtStart: 40 }), 100],
+      [failure(130, "Throttled", { startedAt: 120, limitAtStart: 40 }), 130],
+      [failure(150, "Throttled", { startedAt: 140, limitAtStart: 30 }), 150]
+    ])
+    expect(state.limit).toBe(20)
+    expect(state.throttles).toBe(3)
+    const next = Throttle.policy.step(state, failure(900, "Throttled", { startedAt: 800, limitAtStart: 20 }), 900)
+    expect(next.state.limit).toBe(10)
+  })
+
+  it("releasing the rate limit keeps the send-rate measurement: the next episode cuts from the rate in use", () => {
+    const signals: Array<readonly [Parameters<typeof Throttle.policy.step>[1], number]> = []
+    // 20 uploads/s; a throttle at 5 s; quiet until the restore probe releases
+    // the limit (10 s later); another throttle just after that.
+    for (let t = 0; t <= 15_000; t += 50) signals.push([sample(t, 50, { startedAt: t - 50, limitAtStart: 16 }), t])
+    signals.push([failure(5_000, "Throttled", { startedAt: 4_990, limitAtStart: 16 }), 5_000])
+    signals.sort((a, b) => a[1] - b[1])
+    signals.push([failure(15_040, "Throttled", { startedAt: 15_030, limitAtStart: 16 }), 15_040])
+    const { state, proposals } = Policy.replay(Throttle.policy, config(), signals)
+    expect(state.mode).toBe("backoff")
+    const rate = proposals[proposals.length - 1]?.[1].rate ?? 0
+    // 0.7 × ~20/s, not the 0.5/s floor of a reset measurement.
+    expect(rate).toBeGreaterThan(10)
+    expect(rate).toBeLessThan(20)
+  })
+
   it("never cuts on Transient or Fatal failures", () => {
     const { state, proposals } = Policy.replay(Throttle.policy, config(), [
       [failure(100, "Transient"), 100],

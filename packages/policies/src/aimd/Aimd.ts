@@ -49,7 +49,7 @@ import * as Probe from "../probe/Probe.ts"
  * | `deviations` | 2 | 0 – 10 | k in EWMA + k·deviation |
  * | `smoothing` | 0.2 | 0.01 – 1 | EWMA weight of a new sample |
  * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation (see module doc); the starting value when learned |
- * | `learnReference` | true | | learn `referenceBytes = a / b` from a fit of latency ≈ a + b·bytes |
+ * | `learnReference` | true | | learn `referenceBytes = a / b` of latency ≈ a + b·bytes (`a` from bodiless requests) |
  * | `stage` | object_upload | a Stage | which samples measure latency |
  * | `probe` | see `Probe.ProbeConfig` | | the forced probe |
  *
@@ -100,6 +100,10 @@ export interface AimdState {
   readonly lastGood: number
   /** Minimum normalised latency; rises only through a probe. */
   readonly baseline: number
+  /** Size of the sample that set the baseline (to re-normalise it exactly when the reference moves). */
+  readonly baselineBytes: number
+  /** Size of the sample that set the current probe's minimum. */
+  readonly probeMinBytes: number
   readonly latency: Latency.Ewma
   /** The size normalisation in force (learned when `learnReference`). */
   readonly reference: Latency.Reference
@@ -119,16 +123,25 @@ const withLimit = (s: AimdState, next: AimdState): Policy.Step<AimdState> => {
     : { state: { ...next, proposed: value }, proposal: { concurrency: value } }
 }
 
+/**
+ * Whether a signal may cut: one cut per round. A request that began before the
+ * last cut, or while more uploads were in flight than the limit now allows (a
+ * later stage of an upload admitted before the cut), measured the old regime.
+ */
+const fresh = (s: AimdState, startedAt: number, inflightAtStart: number): boolean =>
+  startedAt >= s.lastCutAt && (s.mode !== "backoff" || inflightAtStart <= Math.max(s.config.floor, Math.floor(s.limit)))
+
 const cut = (s: AimdState, now: number): AimdState =>
   s.mode === "probing"
     ? { ...s, probe: { ...s.probe, saved: clamp(s.config, s.probe.saved * s.config.beta) }, lastCutAt: now }
     : { ...s, mode: "backoff", limit: clamp(s.config, s.limit * s.config.beta), lastCutAt: now }
 
-const endProbe = (s: AimdState, now: number, baseline: number): AimdState => ({
+const endProbe = (s: AimdState, now: number, baseline: number, baselineBytes: number): AimdState => ({
   ...s,
   mode: "steady",
   limit: clamp(s.config, s.probe.saved),
   baseline,
+  baselineBytes,
   // The EWMA restarts from the new baseline: older samples measured another regime.
   latency: Latency.emptyEwma,
   probe: Probe.end(s.config.probe, s.probe, now),
@@ -136,34 +149,46 @@ const endProbe = (s: AimdState, now: number, baseline: number): AimdState => ({
   lastCutAt: now
 })
 
+/**
+ * Learns the size normalisation from any sample (bodiless ones measure the
+ * per-request overhead). When the reference moves, the baseline and the probe's
+ * minimum are re-normalised exactly for the size of the sample that set them —
+ * rescaling a minimum at some other size (say the mean) would drift it, and a
+ * baseline drifted down reads an idle store as congested — and the EWMA at the
+ * mean size.
+ */
 const learn = (s: AimdState, sample: SignalBus.UploadSample): AimdState => {
   if (!s.config.learnReference) return s
-  const { reference, rescale } = Latency.learnReference(s.reference, sample)
-  if (rescale === 1) return { ...s, reference }
+  const reference = Latency.learnReference(s.reference, sample)
+  const from = s.reference.bytes
+  const to = reference.bytes
+  if (to === from) return { ...s, reference }
   return {
     ...s,
     reference,
-    baseline: s.baseline * rescale,
-    latency: Latency.rescaleEwma(s.latency, rescale),
-    probe: { ...s.probe, minSeen: s.probe.minSeen * rescale }
+    baseline: s.baseline * Latency.rescaleFactor(s.baselineBytes, from, to),
+    latency: Latency.rescaleEwma(s.latency, Latency.rescaleFactor(Latency.meanBytes(reference), from, to)),
+    probe: { ...s.probe, minSeen: s.probe.minSeen * Latency.rescaleFactor(s.probeMinBytes, from, to) }
   }
 }
 
-const onSample = (s0: AimdState, sample: SignalBus.UploadSample, now: number): AimdState => {
-  const s = learn(s0, sample)
+const onSample = (s: AimdState, sample: SignalBus.UploadSample, now: number): AimdState => {
   const c = s.config
   const value = Latency.normalised(sample, s.reference.bytes)
   if (s.mode === "probing") {
     const r = Probe.sample(s.probe, sample.startedAt, value)
-    if (r.outcome === "done") return endProbe({ ...s, probe: r.state }, now, r.state.minSeen)
-    return { ...s, probe: r.state }
+    const probeMinBytes = r.state.minSeen < s.probe.minSeen ? sample.bytes : s.probeMinBytes
+    if (r.outcome === "done") return endProbe({ ...s, probe: r.state, probeMinBytes }, now, r.state.minSeen, probeMinBytes)
+    return { ...s, probe: r.state, probeMinBytes }
   }
-  const baseline = Math.min(s.baseline, value)
+  const lower = value < s.baseline
+  const baseline = lower ? value : s.baseline
+  const baselineBytes = lower ? sample.bytes : s.baselineBytes
   const latency = Latency.addEwma(s.latency, value, c.smoothing)
   const threshold = baseline * (1 + c.tolerance) + c.deviations * latency.deviation
-  const next = { ...s, baseline, latency }
+  const next = { ...s, baseline, baselineBytes, latency }
   if (latency.mean > threshold) {
-    return sample.startedAt >= s.lastCutAt ? cut(next, now) : next
+    return fresh(s, sample.startedAt, sample.inflightAtStart) ? cut(next, now) : next
   }
   const used = sample.inflightAtStart >= s.limit / 2
   const limit = used ? clamp(c, s.limit + c.step / Math.max(1, s.limit)) : s.limit
@@ -173,7 +198,7 @@ const onSample = (s0: AimdState, sample: SignalBus.UploadSample, now: number): A
 const maybeProbe = (s: AimdState, now: number): AimdState => {
   const c = s.config
   if (s.mode === "probing") {
-    return Probe.timedOut(c.probe, s.probe, now) ? endProbe(s, now, s.baseline) : s
+    return Probe.timedOut(c.probe, s.probe, now) ? endProbe(s, now, s.baseline, s.baselineBytes) : s
   }
   const o = Probe.observe(c.probe, s.probe, now, Math.floor(s.limit) <= c.floor)
   if (o.due === undefined) return { ...s, probe: o.state }
@@ -221,6 +246,8 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
     limit: config.initial,
     lastGood: config.initial,
     baseline: Infinity,
+    baselineBytes: 0,
+    probeMinBytes: 0,
     latency: Latency.emptyEwma,
     reference: Latency.initReference(config.referenceBytes),
     lastCutAt: -Infinity,
@@ -230,10 +257,12 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
   initial: (s) => ({ concurrency: s.proposed }),
   step: (s, signal, now) => {
     let next = s
-    if (signal._tag === "UploadSample" && signal.stage === s.config.stage) {
-      next = onSample(s, signal, now)
+    if (signal._tag === "UploadSample") {
+      next = learn(s, signal)
+      if (signal.stage === s.config.stage) next = onSample(next, signal, now)
     } else if (
-      signal._tag === "Failure" && signal.failure.failureClass === "Throttled" && signal.startedAt >= s.lastCutAt
+      signal._tag === "Failure" && signal.failure.failureClass === "Throttled" &&
+      fresh(s, signal.startedAt, signal.inflightAtStart)
     ) {
       next = cut(s, now)
     }

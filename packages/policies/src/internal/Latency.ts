@@ -40,44 +40,75 @@ export const addEwma = (e: Ewma, value: number, alpha: number): Ewma =>
     }
 
 /**
- * A learned size normalisation: `referenceBytes = a / b` from a least-squares
- * fit of `latency ≈ a + b·bytes`, so that `latency / (1 + bytes / ref)` is the
- * same for every size on an unloaded store (it is `a`), and scales with load.
+ * A learned size normalisation: `referenceBytes = a / b` for `latency ≈ a + b·bytes`,
+ * so that `latency / (1 + bytes / ref)` is the same for every size on an
+ * unloaded store (it is `a`), and scales with load.
+ *
+ * `a` is the mean latency of **bodiless** requests (`bytes = 0`: manifest
+ * uploads, verifications) and `b` the mean transfer time per byte of the others
+ * beyond `a` — both measured under the same load, so queueing inflates them
+ * alike and cannot move their ratio. Until bodiless requests are seen, a
+ * least-squares fit of the sized samples stands in. (The fit alone is not
+ * enough: with batches of two or three sizes its intercept swings by 10× on
+ * 10 % jitter, and each swing moved the baseline.)
  */
 export interface Reference {
   readonly bytes: number
   readonly fit: Fit.Fit
+  /** Mean latency (ms, EWMA) of bodiless requests; 0 until sampled. */
+  readonly overhead: number
+  /** Mean transfer time per byte (ms, EWMA) beyond `overhead`; 0 until sampled. */
+  readonly perByte: number
 }
 
-export const initReference = (bytes: number): Reference => ({ bytes, fit: Fit.emptyFit })
+export const initReference = (bytes: number): Reference => ({ bytes, fit: Fit.emptyFit, overhead: 0, perByte: 0 })
 
-/** Forgetting per sample of the reference fit. */
+/** Forgetting per sample of the fallback fit. */
 const FORGET = 0.99
-/** The reference moves only when the fit says it is off by more than this factor. */
+/** EWMA weight of the overhead and per-byte means. */
+const WEIGHT = 0.05
+/** The reference moves only when the estimate is off by more than this factor. */
 const HYSTERESIS = 1.25
 const MIN_REFERENCE = 16 * 1024
 const MAX_REFERENCE = 1024 * 1024 * 1024
 
-/**
- * Adds a sample to the reference fit. Returns the new reference and `rescale`,
- * the factor that converts a value normalised with the old reference into one
- * normalised with the new one (at the fit's mean size); `1` when unchanged.
- */
-export const learnReference = (
-  r: Reference,
-  sample: UploadSample
-): { readonly reference: Reference; readonly rescale: number } => {
-  if (sample.bytes <= 0) return { reference: r, rescale: 1 }
-  const fit = Fit.addSample(r.fit, sample.bytes, sample.latencyMillis, FORGET)
-  const solved = fit.n >= 8 ? Fit.solve(fit) : undefined
-  if (solved === undefined || solved.a <= 0 || solved.b <= 0) return { reference: { ...r, fit }, rescale: 1 }
-  const candidate = Math.min(MAX_REFERENCE, Math.max(MIN_REFERENCE, solved.a / solved.b))
-  const ratio = candidate / r.bytes
-  if (ratio < HYSTERESIS && ratio > 1 / HYSTERESIS) return { reference: { ...r, fit }, rescale: 1 }
-  const x = fit.sx / fit.n
-  return { reference: { bytes: candidate, fit }, rescale: (1 + x / r.bytes) / (1 + x / candidate) }
+const ewma = (previous: number, sample: number): number => (previous === 0 ? sample : previous + WEIGHT * (sample - previous))
+
+/** `a / b` from the bodiless mean and the per-byte mean, else from the fit; `undefined` while unknown. */
+const estimate = (r: Reference): number | undefined => {
+  if (r.overhead > 0 && r.perByte > 0) return r.overhead / r.perByte
+  const solved = r.fit.n >= 8 ? Fit.solve(r.fit) : undefined
+  return solved === undefined || solved.a <= 0 || solved.b <= 0 ? undefined : solved.a / solved.b
 }
 
-/** Rescales an EWMA of normalised values (see {@link learnReference}). */
+/**
+ * Adds a sample (any stage: bodiless ones measure `a`). Returns the new
+ * reference; `reference.bytes` differs from `r.bytes` when it moved (the caller
+ * re-normalises what it keeps with {@link rescaleFactor}).
+ */
+export const learnReference = (r: Reference, sample: UploadSample): Reference => {
+  if (sample.bytes <= 0) return { ...r, overhead: ewma(r.overhead, sample.latencyMillis) }
+  const fit = Fit.addSample(r.fit, sample.bytes, sample.latencyMillis, FORGET)
+  const perByte = r.overhead > 0 ? ewma(r.perByte, Math.max(1e-12, sample.latencyMillis - r.overhead) / sample.bytes) : r.perByte
+  const next = { ...r, fit, perByte }
+  const solved = estimate(next)
+  if (solved === undefined) return next
+  const candidate = Math.min(MAX_REFERENCE, Math.max(MIN_REFERENCE, solved))
+  const ratio = candidate / r.bytes
+  return ratio < HYSTERESIS && ratio > 1 / HYSTERESIS ? next : { ...next, bytes: candidate }
+}
+
+/**
+ * The factor that turns a value of a `bytes`-sized sample normalised with
+ * reference `from` into the same sample normalised with reference `to` (exact
+ * for that size).
+ */
+export const rescaleFactor = (bytes: number, from: number, to: number): number =>
+  (1 + bytes / Math.max(1, from)) / (1 + bytes / Math.max(1, to))
+
+/** Mean size (bytes) of the sized samples of a reference's fit (0 before any). */
+export const meanBytes = (r: Reference): number => (r.fit.n > 0 ? r.fit.sx / r.fit.n : 0)
+
+/** Rescales an EWMA of normalised values (see {@link rescaleFactor}). */
 export const rescaleEwma = (e: Ewma, factor: number): Ewma =>
   factor === 1 ? e : { ...e, mean: e.mean * factor, deviation: e.deviation * factor }

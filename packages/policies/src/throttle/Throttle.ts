@@ -127,8 +127,10 @@ const emit = (prev: ThrottleState, next: ThrottleState): Policy.Step<ThrottleSta
 const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): ThrottleState => {
   const c = s.config
   const counted = { ...s, throttles: s.throttles + 1, lastThrottleAt: now }
-  // One cut per round: a request that began before the last cut saw the old limit.
-  if (f.startedAt < s.lastCutAt) return counted
+  // One cut per round: a request that began before the last cut, or while more
+  // were in flight than the cut limit allows (a later stage of an upload admitted
+  // before the cut), measured the old regime.
+  if (f.startedAt < s.lastCutAt || (s.mode !== "open" && f.inflightAtStart > s.limit)) return counted
   const from = s.mode === "open" ? f.limitAtStart : Math.min(s.limit, f.limitAtStart)
   return {
     ...counted,
@@ -153,7 +155,9 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
   // BBR-style restore of both knobs: a rate cut during an episode that ended
   // must not keep the pipeline slow (a cubic from a tiny measured rate takes
   // far longer than the episode did).
-  const rate = CubicRate.rate(s.rate) === null ? s.rate : CubicRate.init(rateConfig(s.config))
+  // The measured send rate is kept: the next episode cuts from it (a reset
+  // measurement made the next throttle cut the rate to `minRate`).
+  const rate = CubicRate.rate(s.rate) === null ? s.rate : { ...s.rate, enabled: false }
   return s.mode !== "open" ? { ...s, mode: "open", limit: s.saved, rate } : rate === s.rate ? s : { ...s, rate }
 }
 
