@@ -157,6 +157,17 @@ describe("Aimd", () => {
     expect(s.baseline).toBeCloseTo(70 / (1 + 1024 / 1048576))
   })
 
+  it("its periodic probe is cheap: 4 samples, every 120 s (jittered)", () => {
+    const c = config()
+    expect(c.probe.samples).toBe(4)
+    expect(c.probe.intervalMillis).toBe(120_000)
+    // Overriding one field keeps AIMD's other probe defaults.
+    expect(config({ probe: { seed: 3 } }).probe.samples).toBe(4)
+    const { state } = closedLoop(Aimd.policy, c, (_t, l) => knee(50, 24)(l), 600_000)
+    expect(state.probe.probes).toBeGreaterThanOrEqual(4)
+    expect(state.probe.probes).toBeLessThanOrEqual(6)
+  })
+
   it("probe jitter is deterministic per seed", () => {
     const go = (seed: number) =>
       closedLoop(Aimd.policy, config({ probe: { seed, intervalMillis: 5_000 } }), (_t, l) => knee(50, 24)(l), 30_000).series

@@ -35,6 +35,9 @@ import * as Fields from "../internal/Fields.ts"
 import * as Latency from "../internal/Latency.ts"
 import * as Probe from "../probe/Probe.ts"
 
+/** AIMD's probe: half the samples of `Probe.defaults`, half as often. */
+const AimdProbeConfig = Probe.configWith({ samples: 4, intervalMillis: 120_000 })
+
 /**
  * AIMD's config. Defaults and valid ranges:
  *
@@ -51,7 +54,7 @@ import * as Probe from "../probe/Probe.ts"
  * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation (see module doc); the starting value when learned |
  * | `learnReference` | true | | learn `referenceBytes = a / b` of latency ≈ a + b·bytes (`a` from bodiless requests) |
  * | `stage` | object_upload | a Stage | which samples measure latency |
- * | `probe` | see `Probe.ProbeConfig` | | the forced probe |
+ * | `probe` | `Probe.ProbeConfig`, but `samples` 4 and `intervalMillis` 120 s | | the forced probe (cheaper than the shared defaults: its baseline only needs re-learning when the store's no-load latency moves, which also drives it to the floor and forces a probe) |
  *
  * @since 0.1.0
  */
@@ -67,7 +70,7 @@ export const AimdConfig = Schema.Struct({
   referenceBytes: Fields.bytes("1 MiB"),
   learnReference: Fields.boolean(true),
   stage: Failure.Stage.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Failure.Stage>("object_upload"))),
-  probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
+  probe: AimdProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 }).check(
   Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
   Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),

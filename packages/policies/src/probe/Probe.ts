@@ -26,6 +26,34 @@ import * as Fields from "../internal/Fields.ts"
 import * as Rng from "../internal/Rng.ts"
 
 /**
+ * The probe's config schema with some defaults changed (a controller whose
+ * probe should be cheaper or more frequent than the shared defaults).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Probe } from "@sluice/policies"
+ *
+ * const Cheaper = Probe.configWith({ samples: 4, intervalMillis: 120_000 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export function configWith(defaults: { readonly samples?: number; readonly intervalMillis?: number }) {
+  return Schema.Struct({
+    enabled: Fields.boolean(true),
+    level: Fields.int(2, 1),
+    samples: Fields.int(defaults.samples ?? 8, 1, 1000),
+    jitter: Fields.number(0.25, { minimum: 0, maximum: 0.9 }),
+    intervalMillis: Fields.millis(defaults.intervalMillis ?? 60_000),
+    windowMillis: Fields.millis(1_000),
+    forcedAfterWindowsAtFloor: Fields.int(3, 1),
+    timeoutMillis: Fields.millis(10_000),
+    seed: Fields.int(1, 0, 0xffffffff)
+  })
+}
+
+/**
  * The probe's config. Defaults and ranges:
  *
  * | field | default | range | meaning |
@@ -42,17 +70,7 @@ import * as Rng from "../internal/Rng.ts"
  *
  * @since 0.1.0
  */
-export const ProbeConfig = Schema.Struct({
-  enabled: Fields.boolean(true),
-  level: Fields.int(2, 1),
-  samples: Fields.int(8, 1, 1000),
-  jitter: Fields.number(0.25, { minimum: 0, maximum: 0.9 }),
-  intervalMillis: Fields.millis(60_000),
-  windowMillis: Fields.millis(1_000),
-  forcedAfterWindowsAtFloor: Fields.int(3, 1),
-  timeoutMillis: Fields.millis(10_000),
-  seed: Fields.int(1, 0, 0xffffffff)
-})
+export const ProbeConfig = configWith({})
 
 /**
  * @since 0.1.0
