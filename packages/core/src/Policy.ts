@@ -129,6 +129,13 @@ export interface Policy<C, S> {
   readonly init: (config: C) => S
   readonly initial: (state: S) => Proposal
   readonly step: (state: S, signal: Signal, now: number) => Step<S>
+  /**
+   * The controller's mode in `state` (e.g. `"steady"`, `"backoff"`,
+   * `"probing"`). Optional; when given, the shell publishes a `PolicyMode`
+   * signal on every change, and the testkit counts time spent `"probing"` as
+   * the probe's cost.
+   */
+  readonly mode?: ((state: S) => string) | undefined
 }
 
 /**
@@ -184,15 +191,26 @@ export const layer = <C, S>(
     const knobs = yield* Knobs
     const subscription = yield* bus.subscribe
     let state = policy.init(config)
+    const modeOf = policy.mode
+    let mode = modeOf?.(state)
     yield* knobs.propose(policy.name, policy.initial(state))
     yield* Stream.fromSubscription(subscription).pipe(
       Stream.runForEachArray((signals) =>
         Effect.suspend(() => {
           let proposal: Proposal | undefined
           for (const signal of signals) {
+            // Modes are published for observers; cores do not react to them.
+            if (signal._tag === "PolicyMode") continue
             const next = policy.step(state, signal, signal.at)
             state = next.state
             if (next.proposal !== undefined) proposal = { ...proposal, ...next.proposal }
+            if (modeOf !== undefined) {
+              const now = modeOf(state)
+              if (now !== mode) {
+                mode = now
+                bus.publishUnsafe({ _tag: "PolicyMode", at: signal.at, policy: policy.name, mode: now })
+              }
+            }
           }
           return proposal === undefined ? Effect.void : knobs.propose(policy.name, proposal)
         })

@@ -101,6 +101,20 @@ export interface TickSignal {
 }
 
 /**
+ * A policy changed mode (e.g. `steady` → `probing`), published by the policy
+ * shell for policies that declare `mode`. The testkit uses it to measure what
+ * probes cost.
+ *
+ * @since 0.1.0
+ */
+export interface PolicyModeSignal {
+  readonly _tag: "PolicyMode"
+  readonly at: number
+  readonly policy: string
+  readonly mode: string
+}
+
+/**
  * Every signal.
  *
  * @since 0.1.0
@@ -113,6 +127,7 @@ export type Signal =
   | LagSignal
   | TickSignal
   | RetentionGapSignal
+  | PolicyModeSignal
 
 /**
  * A retention gap, as published (see `Source.RetentionGap`).
