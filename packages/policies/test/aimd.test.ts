@@ -15,6 +15,19 @@ describe("Aimd", () => {
     expect(hi).toBeLessThanOrEqual(34)
   })
 
+  it("slow start: at start it doubles per round until the first latency climb, then cuts from the in-flight count that climbed", () => {
+    // Knee at 32 with 50 ms rounds: additive growth from 8 would need 24 rounds (1.2 s).
+    const { series } = closedLoop(Aimd.policy, config({ probe: { intervalMillis: 0 } }), (_t, l) => knee(50, 32)(l), 3_000)
+    // 8 → 16 → 32 → 64 in 3 rounds: past the knee by 200 ms …
+    expect(Math.max(...series.filter(([t]) => t <= 200).map(([, v]) => v))).toBeGreaterThanOrEqual(32)
+    // … the climb measured at 64 in flight cuts from 64 (not from the doubled limit) …
+    expect(Math.max(...series.map(([, v]) => v))).toBeLessThanOrEqual(128)
+    // … and it settles near the knee, additively (no second slow start).
+    const [lo, hi] = range(series, 2_000, 3_000)
+    expect(lo).toBeGreaterThanOrEqual(24)
+    expect(hi).toBeLessThanOrEqual(48)
+  })
+
   it("an idle limit does not inflate", () => {
     const samples = Array.from({ length: 500 }, (_, i) => [sample(i * 10, 50, { inflightAtStart: 2 }), i * 10] as const)
     const { state, proposals } = Policy.replay(Aimd.policy, config({ initial: 8 }), samples)

@@ -76,6 +76,23 @@ describe("CubicRate", () => {
 })
 
 describe("Throttle", () => {
+
+  it("cuts concurrency from what was in flight, not from an unused limit (RFC 5681 FlightSize)", () => {
+    const c = config()
+    const throttled = { ...failure(100, "Throttled", { startedAt: 50, limitAtStart: 34 }), inflightAtStart: 12 }
+    const { state } = Policy.replay(Throttle.policy, c, [[throttled, 100]])
+    expect(state.limit).toBeCloseTo(12 * c.beta)
+  })
+
+  it("regains +step per round after a cut (step / limit per success), not per success", () => {
+    const c = config()
+    let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), 100]]).state
+    expect(s.limit).toBeCloseTo(6)
+    // One round of 6 successes started after the cut: about one slot more, not 6.
+    for (let i = 0; i < 6; i++) s = Throttle.policy.step(s, sample(900 + i, 700, { startedAt: 200 }), 900 + i).state
+    expect(s.limit).toBeGreaterThan(6.9)
+    expect(s.limit).toBeLessThan(7.1)
+  })
   it("cuts concurrency ×beta and sets a rate on a throttle; withdraws once recovered", () => {
     const c = config({ restoreAfterMillis: 60_000 })
     const signals: Array<readonly [Parameters<typeof Throttle.policy.step>[1], number]> = []

@@ -53,6 +53,7 @@ const AimdProbeConfig = Probe.configWith({ samples: 4, intervalMillis: 120_000 }
  * | `smoothing` | 0.2 | 0.01 – 1 | EWMA weight of a new sample |
  * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation (see module doc); the starting value when learned |
  * | `learnReference` | true | | learn `referenceBytes = a / b` of latency ≈ a + b·bytes (`a` from bodiless requests) |
+ * | `slowStart` | true | | at start, multiplicative increase (+`step` per sample: ×2 per round) until the first cut (TCP slow start) |
  * | `stage` | object_upload | a Stage | which samples measure latency |
  * | `probe` | `Probe.ProbeConfig`, but `samples` 4 and `intervalMillis` 120 s | | the forced probe (cheaper than the shared defaults: its baseline only needs re-learning when the store's no-load latency moves, which also drives it to the floor and forces a probe) |
  *
@@ -69,6 +70,7 @@ export const AimdConfig = Schema.Struct({
   smoothing: Fields.number(0.2, { minimum: 0.01, maximum: 1 }),
   referenceBytes: Fields.bytes("1 MiB"),
   learnReference: Fields.boolean(true),
+  slowStart: Fields.boolean(true),
   stage: Failure.Stage.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Failure.Stage>("object_upload"))),
   probe: AimdProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 }).check(
@@ -101,6 +103,12 @@ export interface AimdState {
   readonly limit: number
   /** The limit at the last flat sample: what a forced probe restores. */
   readonly lastGood: number
+  /**
+   * Slow-start threshold (TCP): below it the limit grows multiplicatively.
+   * `ceiling` at start (`initial` without `slowStart`); every cut sets it to
+   * the cut limit.
+   */
+  readonly ssthresh: number
   /** Minimum normalised latency; rises only through a probe. */
   readonly baseline: number
   /** Size of the sample that set the baseline (to re-normalise it exactly when the reference moves). */
@@ -134,10 +142,20 @@ const withLimit = (s: AimdState, next: AimdState): Policy.Step<AimdState> => {
 const fresh = (s: AimdState, startedAt: number, inflightAtStart: number): boolean =>
   startedAt >= s.lastCutAt && (s.mode !== "backoff" || inflightAtStart <= Math.max(s.config.floor, Math.floor(s.limit)))
 
-const cut = (s: AimdState, now: number): AimdState =>
-  s.mode === "probing"
-    ? { ...s, probe: { ...s.probe, saved: clamp(s.config, s.probe.saved * s.config.beta) }, lastCutAt: now }
-    : { ...s, mode: "backoff", limit: clamp(s.config, s.limit * s.config.beta), lastCutAt: now }
+/**
+ * A cut ×`beta`; it ends slow start (`ssthresh` := the cut limit). A latency
+ * climb measured during slow start cuts from the in-flight count the request
+ * saw (`measured`), not from the limit: the limit doubled meanwhile (HyStart).
+ */
+const cut = (s: AimdState, now: number, measured: number = Infinity): AimdState => {
+  if (s.mode === "probing") {
+    const saved = clamp(s.config, s.probe.saved * s.config.beta)
+    return { ...s, probe: { ...s.probe, saved }, ssthresh: saved, lastCutAt: now }
+  }
+  const from = s.limit < s.ssthresh ? Math.min(s.limit, Math.max(s.config.floor, measured)) : s.limit
+  const limit = clamp(s.config, from * s.config.beta)
+  return { ...s, mode: "backoff", limit, ssthresh: limit, lastCutAt: now }
+}
 
 const endProbe = (s: AimdState, now: number, baseline: number, baselineBytes: number): AimdState => ({
   ...s,
@@ -191,10 +209,13 @@ const onSample = (s: AimdState, sample: SignalBus.UploadSample, now: number): Ai
   const threshold = baseline * (1 + c.tolerance) + c.deviations * latency.deviation
   const next = { ...s, baseline, baselineBytes, latency }
   if (latency.mean > threshold) {
-    return fresh(s, sample.startedAt, sample.inflightAtStart) ? cut(next, now) : next
+    return fresh(s, sample.startedAt, sample.inflightAtStart) ? cut(next, now, sample.inflightAtStart) : next
   }
   const used = sample.inflightAtStart >= s.limit / 2
-  const limit = used ? clamp(c, s.limit + c.step / Math.max(1, s.limit)) : s.limit
+  const slow = c.slowStart && s.limit < s.ssthresh
+  const limit = !used ? s.limit : slow
+    ? clamp(c, Math.min(s.ssthresh, s.limit + c.step))
+    : clamp(c, s.limit + c.step / Math.max(1, s.limit))
   return { ...next, mode: "steady", limit, lastGood: limit }
 }
 
@@ -248,6 +269,7 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
     mode: "steady",
     limit: config.initial,
     lastGood: config.initial,
+    ssthresh: config.slowStart ? config.ceiling : config.initial,
     baseline: Infinity,
     baselineBytes: 0,
     probeMinBytes: 0,

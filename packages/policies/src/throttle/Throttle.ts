@@ -10,7 +10,7 @@
  *   concurrency ×`beta` (from the limit the request saw) and the request rate
  *   cut CUBIC-style (`CubicRate`, the AWS SDK's adaptive mode). Retries are
  *   dispatched under the cut rate: never at the rate that was throttled.
- * - On success: concurrency +`step` per sample; the rate climbs its cubic.
+ * - On success: concurrency +`step` per round (`step / limit` per sample); the rate climbs its cubic.
  * - **Restore probe** (BBR): after `restoreAfterMillis` without a throttle, the
  *   concurrency limit is restored to the value in force before the episode and
  *   withdrawn, and the rate limit is released (also after `rateReleaseAfterMillis`
@@ -40,7 +40,7 @@ type Proposal = Knob.Proposal
  * | `floor` | 1 | ≥ 1 | concurrency never cut below |
  * | `ceiling` | 1024 | ≥ floor | concurrency never restored above |
  * | `beta` | 0.5 | 0.1 – 0.95 | concurrency cut per throttle round |
- * | `step` | 1 | > 0 | concurrency regained per success |
+ * | `step` | 1 | > 0 | concurrency regained per round (`step / limit` per success) |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | quiet time before restoring the pre-throttle limit |
  * | `rateBeta` | 0.7 | 0.1 – 0.95 | rate cut (AWS: 0.7) |
  * | `rateScale` | 0.4 | > 0 | CUBIC scale constant (AWS: 0.4) |
@@ -131,7 +131,11 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
   // were in flight than the cut limit allows (a later stage of an upload admitted
   // before the cut), measured the old regime.
   if (f.startedAt < s.lastCutAt || (s.mode !== "open" && f.inflightAtStart > s.limit)) return counted
-  const from = s.mode === "open" ? f.limitAtStart : Math.min(s.limit, f.limitAtStart)
+  // Cut from what was in flight, not from an unused limit (RFC 5681: ssthresh =
+  // FlightSize / 2): a limit of 34 with 12 in flight, cut to 17, still let the
+  // pipeline climb back over the store's 12 and be throttled again.
+  const limitSeen = s.mode === "open" ? f.limitAtStart : Math.min(s.limit, f.limitAtStart)
+  const from = Math.min(limitSeen, Math.max(c.floor, f.inflightAtStart))
   return {
     ...counted,
     mode: "backoff",
@@ -146,7 +150,7 @@ const onSuccess = (s: ThrottleState, startedAt: number, now: number): ThrottleSt
   const c = s.config
   const rate = CubicRate.update(rateConfig(c), s.rate, now, false)
   if (s.mode === "open" || startedAt < s.lastCutAt) return { ...s, rate }
-  const limit = Math.min(c.ceiling, s.limit + c.step)
+  const limit = Math.min(c.ceiling, s.limit + c.step / Math.max(1, s.limit))
   return limit >= s.saved ? { ...s, rate, mode: "open", limit } : { ...s, rate, mode: "recovering", limit }
 }
 
