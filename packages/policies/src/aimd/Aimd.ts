@@ -127,12 +127,8 @@ export interface AimdState {
 
 const clamp = (c: AimdConfig, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
 
-const withLimit = (s: AimdState, next: AimdState): Policy.Step<AimdState> => {
-  const value = next.mode === "probing" ? Probe.level(s.config.probe, s.config.floor) : Math.floor(next.limit)
-  return value === s.proposed
-    ? { state: next }
-    : { state: { ...next, proposed: value }, proposal: { concurrency: value } }
-}
+const withLimit = (s: AimdState, next: AimdState): Policy.Step<AimdState> =>
+  Probe.propose(s.config.probe, s.config.floor, s.proposed, next, next.mode === "probing", next.limit)
 
 /**
  * Whether a signal may cut: one cut per round. A request that began before the
@@ -221,15 +217,14 @@ const onSample = (s: AimdState, sample: SignalBus.UploadSample, now: number): Ai
 
 const maybeProbe = (s: AimdState, now: number): AimdState => {
   const c = s.config
-  if (s.mode === "probing") {
-    return Probe.timedOut(c.probe, s.probe, now) ? endProbe(s, now, s.baseline, s.baselineBytes) : s
-  }
-  const o = Probe.observe(c.probe, s.probe, now, Math.floor(s.limit) <= c.floor)
-  if (o.due === undefined) return { ...s, probe: o.state }
-  // A forced probe from the floor restores the last good limit (BBR); a periodic
-  // one restores the limit it interrupted.
-  const saved = o.due === "floor" ? Math.max(s.lastGood, s.limit) : s.limit
-  return { ...s, mode: "probing", probe: Probe.begin(c.probe, o.state, now, saved, o.due) }
+  return Probe.advance<AimdState>(c.probe, c.floor, { ...s, probing: s.mode === "probing" }, now, {
+    timeout: () => endProbe(s, now, s.baseline, s.baselineBytes),
+    idle: (probe) => ({ ...s, probe }),
+    pin: (probe) => ({ ...s, mode: "probing", probe }),
+    // A forced probe from the floor restores the last good limit (BBR); a
+    // periodic one restores the limit it interrupted.
+    saved: (reason) => reason === "floor" ? Math.max(s.lastGood, s.limit) : s.limit
+  }) ?? s
 }
 
 /**

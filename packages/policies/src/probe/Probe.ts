@@ -298,3 +298,50 @@ export const spec = (config: ProbeConfig, floor: number): Policy.ProbeSpec =>
       forcedAfterWindowsAtFloor: config.forcedAfterWindowsAtFloor
     }
     : { _tag: "NoProbe", reason: "probe disabled by config (probe.enabled = false)" }
+
+/**
+ * One step of a concurrency controller's probe lifecycle, shared by AIMD,
+ * Gradient2 and Vegas: while `probing`, end the probe when it timed out;
+ * otherwise observe time at (or above) the floor and start a probe when one is
+ * due, restoring `saved(reason)` when it ends.
+ *
+ * @since 0.1.0
+ */
+export const advance = <S>(
+  config: ProbeConfig,
+  floor: number,
+  current: { readonly probing: boolean; readonly limit: number; readonly probe: ProbeState },
+  now: number,
+  on: {
+    /** The probe timed out: end it (restore). */
+    readonly timeout: () => S
+    /** Still idle, with the observed probe state. */
+    readonly idle: (probe: ProbeState) => S
+    /** A probe starts, with the pinned probe state. */
+    readonly pin: (probe: ProbeState) => S
+    /** The value the probe restores when it ends. */
+    readonly saved: (reason: ProbeReason) => number
+  }
+): S | undefined => {
+  if (current.probing) return timedOut(config, current.probe, now) ? on.timeout() : undefined
+  const o = observe(config, current.probe, now, Math.floor(current.limit) <= floor)
+  return o.due === undefined ? on.idle(o.state) : on.pin(begin(config, o.state, now, on.saved(o.due), o.due))
+}
+
+/**
+ * The concurrency a controller proposes: the probe level while probing, else
+ * its (floored) limit — emitted only when it changed.
+ *
+ * @since 0.1.0
+ */
+export const propose = <S extends { readonly proposed: number }>(
+  config: ProbeConfig,
+  floor: number,
+  previous: number,
+  next: S,
+  probing: boolean,
+  limit: number
+): Policy.Step<S> => {
+  const value = probing ? level(config, floor) : Math.floor(limit)
+  return value === previous ? { state: next } : { state: { ...next, proposed: value }, proposal: { concurrency: value } }
+}

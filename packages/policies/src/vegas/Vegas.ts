@@ -172,16 +172,14 @@ export const policy: Policy.Policy<VegasConfig, VegasState> = {
         ? { ...next, probe: { ...next.probe, saved: clamp(c, next.probe.saved - log10(next.probe.saved)) } }
         : update(next, 0, signal.inflightAtStart, true)
     }
-    if (next.mode === "probing") {
-      if (Probe.timedOut(c.probe, next.probe, now)) next = endProbe(next, now, Infinity)
-    } else {
-      const o = Probe.observe(c.probe, next.probe, now, Math.floor(next.limit) <= c.floor)
-      next = o.due === undefined
-        ? { ...next, probe: o.state }
-        : { ...next, mode: "probing", probe: Probe.begin(c.probe, o.state, now, next.limit, o.due) }
-    }
-    const value = next.mode === "probing" ? Probe.level(c.probe, c.floor) : Math.floor(next.limit)
-    return value === s.proposed ? { state: next } : { state: { ...next, proposed: value }, proposal: { concurrency: value } }
+    const current = next
+    next = Probe.advance<VegasState>(c.probe, c.floor, { ...current, probing: current.mode === "probing" }, now, {
+      timeout: () => endProbe(current, now, Infinity),
+      idle: (probe) => ({ ...current, probe }),
+      pin: (probe) => ({ ...current, mode: "probing", probe }),
+      saved: () => current.limit
+    }) ?? current
+    return Probe.propose(c.probe, c.floor, s.proposed, next, next.mode === "probing", next.limit)
   }
 }
 
