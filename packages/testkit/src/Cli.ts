@@ -95,6 +95,7 @@ const summaryLines = (cell: Cell): Array<string> => {
     `  goodputRatio ${fmt(s.goodputRatio)}  latencyInflation ${fmt(s.latencyInflation)}  throttleRate ${fmt(s.throttleRate)}`,
     `  floorViolations ${s.floorViolations}  recoverySeconds ${fmt(s.recoverySeconds, 1)}  maxInflightBytes ${s.maxInflightBytes}`,
     `  lostRecords ${s.lostRecords} (undetected ${s.undetectedLostRecords})  committedNotVerified ${s.committedNotVerified}  fairness ${fmt(s.fairness)}`,
+    `  probeSeconds ${fmt(s.probeSeconds, 1)}  probeCost ${fmt(s.probeCost)}`,
     ...(s.failure !== null ? [`  pipeline failed: ${s.failure}`] : []),
     ...(cell.failures.length === 0 ? ["  expect: ok"] : cell.failures.map((f) => `  expect FAILED: ${Summaries.describeFailure(f)}`))
   ]
@@ -102,7 +103,7 @@ const summaryLines = (cell: Cell): Array<string> => {
 
 const jsonOf = (cell: Cell) => ({ ...cell.summary, pass: cell.failures.length === 0, failed: cell.failures.map(Summaries.describeFailure) })
 
-const header = ["scenario", "policy", "goodput", "latInfl", "throttle", "floorV", "recov s", "maxInfl MiB", "lost", "cnv", "fair", "wall ms", "expect"]
+const header = ["scenario", "policy", "goodput", "latInfl", "throttle", "floorV", "recov s", "maxInfl MiB", "lost", "cnv", "fair", "probe s", "wall ms", "expect"]
 
 const tableRow = (cell: Cell): Array<string> => {
   const s = cell.summary
@@ -118,6 +119,7 @@ const tableRow = (cell: Cell): Array<string> => {
     String(s.lostRecords),
     String(s.committedNotVerified),
     fmt(s.fairness),
+    fmt(s.probeSeconds, 1),
     String(s.wallMillis),
     cell.failures.length === 0 ? "ok" : `FAIL ${cell.failures.map((f) => f.metric).join(",")}`
   ]

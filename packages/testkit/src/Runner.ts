@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Fiber } from "effect"
+import { Clock, Effect, Fiber, Stream } from "effect"
 import type { Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { Pipeline } from "@sluice/core"
@@ -153,6 +153,7 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
     const failures: Array<string> = []
 
     const handles: Array<Pipeline.PipelineHandle> = []
+    const probing: Array<Set<string>> = []
     const consumers: Array<SimSource.SimConsumer> = []
     for (let i = 0; i < n; i++) {
       const assigned: Array<number> = []
@@ -167,6 +168,20 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
         ...(policies !== undefined ? { policies } : {})
       })
       handles.push(handle)
+      // Which policies of this instance are probing (from their PolicyMode signals).
+      const probingPolicies = new Set<string>()
+      probing.push(probingPolicies)
+      const modes = yield* handle.bus.subscribe
+      yield* Stream.fromSubscription(modes).pipe(
+        Stream.runForEach((signal) =>
+          Effect.sync(() => {
+            if (signal._tag !== "PolicyMode") return
+            if (signal.mode === "probing") probingPolicies.add(signal.policy)
+            else probingPolicies.delete(signal.policy)
+          })
+        ),
+        Effect.forkScoped
+      )
       yield* Effect.forkScoped(
         Effect.catchCause(handle.await, (cause) => Effect.sync(() => failures.push(`instance ${i}: ${String(cause)}`)))
       )
@@ -249,7 +264,8 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
         throttles: throttles - lastThrottles,
         batchTargetBytes: (handles[0] as Pipeline.PipelineHandle).knobs.current().batchTarget.bytes,
         readGatePaused: paused,
-        lagRecords: lag
+        lagRecords: lag,
+        probing: probing.filter((set) => set.size > 0).length
       })
       lastVerified = verified
       lastRequests = store.counters.requests
@@ -277,6 +293,7 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
         committedNotVerified += Summaries.uncovered(nextOffset, covered)
       }
     }
+    const probe = Summaries.probeCost(rows, sampleMillis)
     const requests = store.requests.length
     const throttled = store.counters.throttled + store.counters.rateLimited
     const summary: Summary = {
@@ -295,6 +312,8 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
       undetectedLostRecords: Math.max(0, foundLost - handles.reduce((sum, h) => sum + h.stats().retentionGapRecords, 0)),
       committedNotVerified,
       fairness: round3(Summaries.jain(perInstance)) ?? 1,
+      probeSeconds: probe.probeSeconds,
+      probeCost: round3(probe.probeCost) ?? 0,
       bytesVerified,
       requests,
       failure: failures[0] ?? null,

@@ -142,7 +142,9 @@ export const metricNames = [
   "lostRecords",
   "undetectedLostRecords",
   "committedNotVerified",
-  "fairness"
+  "fairness",
+  "probeSeconds",
+  "probeCost"
 ] as const
 
 /**

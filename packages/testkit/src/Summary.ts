@@ -44,6 +44,14 @@ export interface Summary {
   readonly undetectedLostRecords: number
   readonly committedNotVerified: number
   readonly fairness: number
+  /** Virtual seconds during which some policy of some instance was in mode `probing`. */
+  readonly probeSeconds: number
+  /**
+   * What probing cost: the goodput shortfall against the oracle inside probe
+   * windows, as a fraction of the run's oracle bytes (0 when no policy probed
+   * or declares its mode).
+   */
+  readonly probeCost: number
   readonly bytesVerified: number
   readonly requests: number
   /** A pipeline failure (e.g. `BatchFailed`), if one stopped an instance. */
@@ -160,6 +168,28 @@ export const latencyInflation = (rows: ReadonlyArray<TraceRow>): number => {
     }
   }
   return n === 0 ? 1 : sum / n
+}
+
+/**
+ * Seconds of probing and their cost (see `Summary.probeSeconds` / `probeCost`).
+ *
+ * @since 0.1.0
+ */
+export const probeCost = (
+  rows: ReadonlyArray<TraceRow>,
+  sampleMillis: number
+): { readonly probeSeconds: number; readonly probeCost: number } => {
+  let oracle = 0
+  let shortfall = 0
+  let probing = 0
+  for (const row of rows) {
+    oracle += row.oracleBytesPerSecond
+    if (row.probing > 0) {
+      probing++
+      shortfall += Math.max(0, row.oracleBytesPerSecond - row.goodputBytesPerSecond)
+    }
+  }
+  return { probeSeconds: (probing * sampleMillis) / 1000, probeCost: oracle === 0 ? 0 : shortfall / oracle }
 }
 
 /**

@@ -32,6 +32,8 @@ export interface TraceRow {
   readonly batchTargetBytes: number
   readonly readGatePaused: number
   readonly lagRecords: number
+  /** Instances with a policy in mode `probing` at the end of the window. */
+  readonly probing: number
 }
 
 /**
@@ -65,7 +67,8 @@ export const columns: ReadonlyArray<keyof TraceRow> = [
   "throttles",
   "batchTargetBytes",
   "readGatePaused",
-  "lagRecords"
+  "lagRecords",
+  "probing"
 ]
 
 const cell = (v: number | null): string =>

@@ -34,7 +34,7 @@ describe("sluice-sim", () => {
     const summary = JSON.parse(out.at(-1) ?? "{}")
     expect(summary).toMatchObject({ scenario: "cli-small", policy: "fixed:4", pass: true, committedNotVerified: 0 })
     const csv = readFileSync(trace, "utf8").split("\n")
-    expect(csv[0]).toBe("t,concurrency,inflightBatches,inflightBytes,goodputBytesPerSecond,oracleBytesPerSecond,p50Millis,p95Millis,latencyInflation,requests,throttles,batchTargetBytes,readGatePaused,lagRecords")
+    expect(csv[0]).toBe("t,concurrency,inflightBatches,inflightBytes,goodputBytesPerSecond,oracleBytesPerSecond,p50Millis,p95Millis,latencyInflation,requests,throttles,batchTargetBytes,readGatePaused,lagRecords,probing")
     expect(csv[1]?.startsWith("100,4,")).toBe(true)
     const svg = readFileSync(plot, "utf8")
     expect(svg.startsWith("<svg")).toBe(true)
