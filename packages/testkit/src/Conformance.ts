@@ -9,6 +9,10 @@ import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { Config } from "@sluice/core"
 import type { Policy } from "@sluice/core"
+import type { Knob, SignalBus } from "@sluice/core"
+import { Effect } from "effect"
+import type { Layer } from "effect"
+import * as LayerProperties from "./LayerProperties.ts"
 import * as Properties from "./Properties.ts"
 
 /**
@@ -63,6 +67,47 @@ export const conformance = <C, S>(policy: Policy.Policy<C, S>, input: unknown = 
           expect(verdict.pass, `${verdict.property}: ${verdict.detail}`).toBe(true)
         }
       })
+    }
+  })
+}
+
+/**
+ * The suite for a policy shipped only as a layer: it runs in the simulated
+ * pipeline through `LayerProperties.standardScenario` (twice, for determinism),
+ * and each property is checked on the trace against the stated `bounds`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { conformanceLayer } from "@sluice/testkit/conformance"
+ * import { myPolicyLayer } from "../src/index.ts"
+ *
+ * conformanceLayer("my-policy", myPolicyLayer({ ceiling: 64 }), { floor: 1, ceiling: 64 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const conformanceLayer = <E>(
+  name: string,
+  layer: Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>,
+  bounds: LayerProperties.LayerBounds,
+  options: Pick<ConformanceOptions, "expectFailure"> = {}
+): void => {
+  const expectFailure = new Set(options.expectFailure ?? [])
+  describe(`conformance (layer): ${name}`, () => {
+    let verdicts: Promise<Array<Properties.Verdict>> | undefined
+    const all = () => (verdicts ??= Effect.runPromise(LayerProperties.verdicts(layer, bounds)))
+    for (const property of ["withinBounds", "backsOffUnderOverload", "recoversAfterOverload", "deterministic", "finiteProposals"]) {
+      it(property, async () => {
+        const verdict = (await all()).find((v) => v.property === property)
+        expect(verdict, `no verdict for ${property}`).toBeDefined()
+        if (verdict === undefined) return
+        if (expectFailure.has(property)) {
+          expect(verdict.pass, `${property} was expected to fail: ${verdict.detail}`).toBe(false)
+        } else {
+          expect(verdict.pass, `${property}: ${verdict.detail}`).toBe(true)
+        }
+      }, 60_000)
     }
   })
 }

@@ -1,14 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
 import { Fixed } from "@sluice/core"
-import type { Policy } from "@sluice/core"
-import { conformance } from "../src/Conformance.ts"
+import { Policy } from "@sluice/core"
+import { conformance, conformanceLayer } from "../src/Conformance.ts"
 import * as Properties from "../src/Properties.ts"
 
-/** A small adaptive policy: halve on throttle or latency > 4x the best seen; +1 per quiet second. */
+/** A small adaptive policy: halve on throttle or latency per byte > 4x the best seen; +1 per quiet second. */
 const HalveConfig = Schema.Struct({ floor: Schema.Int, ceiling: Schema.Int })
 interface HalveState {
   readonly limit: number
+  /** Best object-upload latency per byte seen. */
   readonly minLatency: number
   readonly lastChange: number
 }
@@ -20,9 +21,13 @@ const Halver: Policy.Policy<typeof HalveConfig.Type, HalveState> = {
   init: () => ({ limit: 8, minLatency: Infinity, lastChange: 0 }),
   initial: (s) => ({ concurrency: s.limit }),
   step: (s, signal, now) => {
+    // Only object uploads measure the store (manifests and verifies are tiny),
+    // and per byte, so that batch sizes do not read as congestion.
+    const upload = signal._tag === "UploadSample" && signal.stage === "object_upload" ? signal : undefined
+    const perByte = upload === undefined ? Infinity : upload.latencyMillis / Math.max(1, upload.bytes)
     const congested = (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") ||
-      (signal._tag === "UploadSample" && signal.latencyMillis > 4 * s.minLatency)
-    const minLatency = signal._tag === "UploadSample" ? Math.min(s.minLatency, signal.latencyMillis) : s.minLatency
+      (upload !== undefined && perByte > 4 * s.minLatency)
+    const minLatency = Math.min(s.minLatency, perByte)
     if (congested && now - s.lastChange >= 500) {
       const limit = Math.max(1, Math.floor(s.limit / 2))
       return { state: { limit, minLatency, lastChange: now }, proposal: { concurrency: limit } }
@@ -38,6 +43,12 @@ const Halver: Policy.Policy<typeof HalveConfig.Type, HalveState> = {
 conformance(Halver, { floor: 1, ceiling: 64 })
 // …and Fixed, which never moves, fails backoff and recovery by design.
 conformance(Fixed.policy, { concurrency: 8 }, { expectFailure: ["backsOffUnderOverload", "recoversAfterOverload"] })
+
+// The same proofs for policies shipped only as layers, run in the simulated pipeline.
+conformanceLayer("halver", Policy.layer(Halver, { floor: 1, ceiling: 64 }), { floor: 1, ceiling: 64 })
+conformanceLayer("fixed:8", Fixed.layer({ concurrency: 8 }), { floor: 8, ceiling: 8 }, {
+  expectFailure: ["backsOffUnderOverload", "recoversAfterOverload"]
+})
 
 describe("Properties", () => {
   it("Fixed passes bounds, determinism and finiteness, and fails backoff and recovery", () => {
