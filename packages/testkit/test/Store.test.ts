@@ -108,7 +108,10 @@ describe("Store", () => {
     // batch of 1000 records of 96 B: put 110 ms (+ framing), manifest 10.512, verify 10
     const service = Store.batchServiceMillis(p, 96_000, 1000)
     expect(service).toBeCloseTo(110 + 10.512 + 10, 6)
-    expect(Store.capacityBytesPerSecond(p, 96_000, 1000)).toBeCloseTo((4 * 96_000 * 1000) / service, 6)
+    expect(Store.capacityBytesPerSecond(p, 96_000, 1000)).toBeCloseTo((4 * 96_000 * 1000) / (service * (1 + p.jitter)), 6)
+    // The mean jitter factor counts: a jittery store has less capacity.
+    const jittery = { ...p, jitter: 0.25 }
+    expect(Store.capacityBytesPerSecond(jittery, 96_000, 1000)).toBeCloseTo((4 * 96_000 * 1000) / (service * 1.25), 6)
     expect(Store.capacityBytesPerSecond({ ...p, rateLimit: 1 }, 96_000, 1000)).toBe(96_000)
   })
 })
