@@ -256,6 +256,7 @@ const maybeProbe = (s: AimdState, now: number): AimdState => {
  */
 export const policy: Policy.Policy<AimdConfig, AimdState> = {
   name: "aimd",
+  mode: (s) => s.mode,
   config: AimdConfig,
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
   probe: (c) => Probe.spec(c.probe, c.floor),

@@ -284,6 +284,7 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
  */
 export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
   name: "batch",
+  mode: (s) => s.mode,
   config: AdaptiveBatchConfig,
   bounds: (c) => ({ batchTarget: { floor: c.minBytes, ceiling: c.maxObjectBytes } }),
   probe: (c) => ({ _tag: "RestoreProbe", afterMillis: c.restoreAfterMillis }),

@@ -158,6 +158,7 @@ const endProbe = (s: Gradient2State, now: number, minSeen: number): Gradient2Sta
  */
 export const policy: Policy.Policy<Gradient2Config, Gradient2State> = {
   name: "gradient2",
+  mode: (s) => s.mode,
   config: Gradient2Config,
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
   probe: (c) => Probe.spec(c.probe, c.floor),

@@ -120,6 +120,7 @@ const floor = (s: SharedPressureState, now: number): SharedPressureState =>
  */
 export const policy: Policy.Policy<SharedPressureConfig, SharedPressureState> = {
   name: "shared",
+  mode: (s) => s.mode,
   config: SharedPressureConfig,
   bounds: (c) => ({ readGate: { floor: c.maxPauseMillis, ceiling: Infinity } }),
   probe: (c) => ({ _tag: "ReopenProbe", afterMillis: c.maxPauseMillis }),

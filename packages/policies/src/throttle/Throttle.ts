@@ -193,6 +193,7 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
  */
 export const policy: Policy.Policy<ThrottleConfig, ThrottleState> = {
   name: "throttle",
+  mode: (s) => s.mode,
   config: ThrottleConfig,
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling }, rate: { floor: c.minRate, ceiling: Infinity } }),
   probe: (c) => ({ _tag: "RestoreProbe", afterMillis: c.restoreAfterMillis }),

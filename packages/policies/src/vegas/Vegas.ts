@@ -144,6 +144,7 @@ const endProbe = (s: VegasState, now: number, minSeen: number): VegasState => ({
  */
 export const policy: Policy.Policy<VegasConfig, VegasState> = {
   name: "vegas",
+  mode: (s) => s.mode,
   config: VegasConfig,
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
   probe: (c) => Probe.spec(c.probe, c.floor),
