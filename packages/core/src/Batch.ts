@@ -9,7 +9,9 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
+import * as ObjectKey from "./ObjectKey.ts"
 import type { RecordChunk } from "./Record.ts"
+import { chunkOf } from "./Record.ts"
 
 /**
  * Why a batch was sealed.
@@ -98,6 +100,58 @@ export interface SealedBatch {
   readonly chunks: ReadonlyArray<RecordChunk>
   /** A retention gap observed just before this batch, recorded in its manifest. */
   readonly gap?: GapRecord | undefined
+}
+
+/**
+ * Builds a sealed batch from payloads at contiguous offsets, keyed as the
+ * pipeline would key it.
+ *
+ * **When to use**
+ *
+ * Testing a sink (yours or a third party's) without running a pipeline.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ *
+ * const batch = Batch.make({ source: "orders", partition: 0, firstOffset: 100, payloads: [new Uint8Array(10)] })
+ * // batch.key === "orders/p=00000/00000000000000000100-00000000000000000100.rec"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make = (options: {
+  readonly source: string
+  readonly partition: number
+  readonly firstOffset: number
+  readonly payloads: ReadonlyArray<Uint8Array>
+  readonly prefix?: string | undefined
+  readonly sealReason?: SealReason | undefined
+  readonly sequence?: number | undefined
+}): SealedBatch => {
+  const chunk = chunkOf(options.source, options.partition, options.firstOffset, options.payloads, 0)
+  const lastOffset = options.firstOffset + Math.max(1, options.payloads.length) - 1
+  return {
+    key: ObjectKey.make({
+      prefix: options.prefix,
+      source: options.source,
+      partition: options.partition,
+      firstOffset: options.firstOffset,
+      lastOffset
+    }),
+    source: options.source,
+    partition: options.partition,
+    sequence: options.sequence ?? 0,
+    firstOffset: options.firstOffset,
+    lastOffset,
+    records: chunk.count,
+    bytes: chunk.bytes,
+    sealReason: options.sealReason ?? "records",
+    openedAt: 0,
+    sealedAt: 0,
+    chunks: chunk.count > 0 ? [chunk] : []
+  }
 }
 
 /**

@@ -4,47 +4,20 @@
  */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { Batch, Failure, Memory, ObjectKey, Record, Replicated } from "../src/index.ts"
+import { Batch, Failure, Memory, Replicated } from "../src/index.ts"
 
 const failure = (failureClass: Failure.FailureClass, code: string) =>
   new Failure.SinkFailure({ failureClass, code, status: undefined, stage: "object_upload", retryAfterMillis: undefined, message: code })
 
 const named = (name: string, sink: Memory.MemorySink): Memory.MemorySink => ({ ...sink, name })
 
-const payload = (source: string, partition: number, offset: number, bytes: number): Uint8Array =>
-  new TextEncoder().encode(`${source}/${partition}/${offset}`.padEnd(bytes, "."))
-
-/** A batch of `count` records of `recordBytes` from `firstOffset`. */
-const batchOf = (options: {
-  readonly source?: string
-  readonly partition?: number
-  readonly firstOffset?: number
-  readonly count: number
-  readonly recordBytes: number
-  readonly prefix?: string
-}): Batch.SealedBatch => {
-  const source = options.source ?? "orders"
-  const partition = options.partition ?? 0
-  const firstOffset = options.firstOffset ?? 0
-  const payloads: Array<Uint8Array> = []
-  for (let i = 0; i < options.count; i++) payloads.push(payload(source, partition, firstOffset + i, options.recordBytes))
-  const chunk = Record.chunkOf(source, partition, firstOffset, payloads, 0)
-  const lastOffset = firstOffset + options.count - 1
-  return {
-    key: ObjectKey.make({ prefix: options.prefix, source, partition, firstOffset, lastOffset }),
-    source,
-    partition,
-    sequence: 0,
-    firstOffset,
-    lastOffset,
-    records: options.count,
-    bytes: chunk.bytes,
-    sealReason: "records",
-    openedAt: 0,
-    sealedAt: 1,
-    chunks: [chunk]
-  }
-}
+const batchOf = (options: { readonly count: number; readonly recordBytes: number }): Batch.SealedBatch =>
+  Batch.make({
+    source: "orders",
+    partition: 0,
+    firstOffset: 0,
+    payloads: Array.from({ length: options.count }, (_, i) => new TextEncoder().encode(`orders/0/${i}`.padEnd(options.recordBytes, ".")))
+  })
 
 describe("Replicated (in memory)", () => {
   it("is durable at quorum and records a deficit for the failing replica", async () => {

@@ -1,5 +1,5 @@
 /** Sealed batches for tests, built from real payloads. */
-import { Batch, ObjectKey, Record } from "@sluice/core"
+import { Batch } from "@sluice/core"
 
 export const payload = (source: string, partition: number, offset: number, bytes: number): Uint8Array =>
   new TextEncoder().encode(`${source}/${partition}/${offset}`.padEnd(bytes, "."))
@@ -18,22 +18,7 @@ export const batchOf = (options: {
   const firstOffset = options.firstOffset ?? 0
   const payloads: Array<Uint8Array> = []
   for (let i = 0; i < options.count; i++) payloads.push(payload(source, partition, firstOffset + i, options.recordBytes))
-  const chunk = Record.chunkOf(source, partition, firstOffset, payloads, 0)
-  const lastOffset = firstOffset + options.count - 1
-  return {
-    key: ObjectKey.make({ prefix: options.prefix, source, partition, firstOffset, lastOffset }),
-    source,
-    partition,
-    sequence: 0,
-    firstOffset,
-    lastOffset,
-    records: options.count,
-    bytes: chunk.bytes,
-    sealReason: "records",
-    openedAt: 0,
-    sealedAt: 1,
-    chunks: [chunk]
-  }
+  return Batch.make({ source, partition, firstOffset, payloads, prefix: options.prefix })
 }
 
 /** A batch whose body is about `mib` MiB (records of 64 KiB). */
