@@ -19,6 +19,23 @@ describe("SharedPressure", () => {
     expect(gates(r)).toEqual([[0, "open"], [200, "paused"], [400, "open"]])
   })
 
+  it("does not pause when what is sealed or uploading already feeds the uploads (wide-knee)", () => {
+    // 8 uploads of 50 bytes need 400 bytes held: with 800 sealed/uploading the
+    // store is behind, a pause would only seal the 100 open bytes early, small.
+    const held = (at: number, bytes: number, openBytes: number) => ({ ...inflight(at, bytes), openBytes })
+    const fed = Policy.replay(SharedPressure.policy, config(), [
+      [sample(50, 40, { bytes: 50, limitAtStart: 8, inflightAtStart: 8 }), 50],
+      [held(100, 900, 100), 100]
+    ])
+    expect(gates(fed)).toEqual([[0, "open"]])
+    // Open batches hold the memory (300 sealed/uploading < 400): pause and seal.
+    const starved = Policy.replay(SharedPressure.policy, config(), [
+      [sample(50, 40, { bytes: 50, limitAtStart: 8, inflightAtStart: 8 }), 50],
+      [held(100, 900, 600), 100]
+    ])
+    expect(gates(starved)).toEqual([[0, "open"], [100, "paused"]])
+  })
+
   it("floor: re-opens after maxPause while uploads progress", () => {
     const r = Policy.replay(SharedPressure.policy, config({ maxPauseMillis: 1_000 }), [
       [inflight(100, 900), 100],

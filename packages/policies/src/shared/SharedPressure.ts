@@ -67,6 +67,11 @@ export interface SharedPressureState {
   readonly fill: number
   readonly pauses: number
   readonly reopens: number
+  /**
+   * Bytes the uploads need held to stay busy: the concurrency limit times the
+   * object size, from the last `object_upload` sample.
+   */
+  readonly feedBytes: number
 }
 
 const gateOf = (mode: PressureMode): Knob.ReadGate => (mode === "paused" ? "paused" : "open")
@@ -79,11 +84,24 @@ const onInflight = (s: SharedPressureState, signal: SignalBus.InflightSignal, no
   switch (s.mode) {
     case "open":
     case "probing":
-      return fill >= c.highWater ? { ...next, mode: "paused", pausedAt: now, pauses: s.pauses + 1 } : next
+      return fill >= c.highWater && !fed(s, signal) ? { ...next, mode: "paused", pausedAt: now, pauses: s.pauses + 1 } : next
     case "paused":
       return fill <= c.lowWater ? { ...next, mode: "open" } : next
   }
 }
+
+/**
+ * A pause that would only cost: open batches are held (the pipeline seals them
+ * when the gate pauses) and what is sealed or uploading already feeds the
+ * uploads the concurrency limit allows — the store is behind, not the reading.
+ * Sealing early then only queues small objects behind the others (per-request
+ * overhead at the knee: `wide-knee` 0.95 → 0.98 without those pauses), and the
+ * byte semaphore bounds memory anyway. With nothing open a pause seals nothing
+ * and only stops reading: it still happens. Unknown feed (no `object_upload`
+ * sample yet): pause.
+ */
+const fed = (s: SharedPressureState, signal: SignalBus.InflightSignal): boolean =>
+  signal.openBytes > 0 && s.feedBytes > 0 && signal.bytes - signal.openBytes >= s.feedBytes
 
 const floor = (s: SharedPressureState, now: number): SharedPressureState =>
   s.mode === "paused" && now - s.pausedAt >= s.config.maxPauseMillis && s.lastProgressAt >= s.pausedAt
@@ -124,12 +142,16 @@ export const policy: Policy.Policy<SharedPressureConfig, SharedPressureState> = 
   config: SharedPressureConfig,
   bounds: (c) => ({ readGate: { floor: c.maxPauseMillis, ceiling: Infinity } }),
   probe: (c) => ({ _tag: "ReopenProbe", afterMillis: c.maxPauseMillis }),
-  init: (config) => ({ config, mode: "open", pausedAt: -Infinity, lastProgressAt: -Infinity, fill: 0, pauses: 0, reopens: 0 }),
+  init: (config) => ({ config, mode: "open", pausedAt: -Infinity, lastProgressAt: -Infinity, fill: 0, pauses: 0, reopens: 0, feedBytes: 0 }),
   initial: () => ({ readGate: "open" }),
   step: (s, signal, now) => {
     let next = s
     if (signal._tag === "Inflight") next = onInflight(s, signal, now)
-    else if (signal._tag === "UploadSample") next = { ...s, lastProgressAt: now }
+    else if (signal._tag === "UploadSample") {
+      next = signal.stage === "object_upload"
+        ? { ...s, lastProgressAt: now, feedBytes: signal.limitAtStart * signal.bytes }
+        : { ...s, lastProgressAt: now }
+    }
     next = floor(next, now)
     return gateOf(next.mode) === gateOf(s.mode) ? { state: next } : { state: next, proposal: { readGate: gateOf(next.mode) } }
   }
