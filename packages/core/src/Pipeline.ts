@@ -31,6 +31,7 @@ import * as Knob from "./Knob.ts"
 import type { KnobValues } from "./Knob.ts"
 import * as Metrics from "./Metrics.ts"
 import type { RecordChunk } from "./Record.ts"
+import { splitAt } from "./Record.ts"
 import { CurrentRetryPolicy } from "./RetryPolicy.ts"
 import { Sealer } from "./Sealer.ts"
 import * as SignalBus from "./Signal.ts"
@@ -157,6 +158,23 @@ export interface PipelineOptions<E = never> {
   readonly policies?: Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
   /** Meter provider for metrics (default: the global one). */
   readonly meterProvider?: MeterProvider
+}
+
+/**
+ * Splits a chunk into pieces of at most `maxBytes` (a single record larger than
+ * that stays whole), so no chunk alone can hold the memory budget.
+ */
+const splitToFit = (chunk: RecordChunk, maxBytes: number): Array<RecordChunk> => {
+  const out: Array<RecordChunk> = []
+  let rest = chunk
+  while (rest.bytes > maxBytes && rest.count > 1) {
+    const take = Math.max(1, Math.min(rest.count - 1, Math.floor((rest.count * maxBytes) / rest.bytes)))
+    const [head, tail] = splitAt(rest, take)
+    out.push(head)
+    rest = tail
+  }
+  out.push(rest)
+  return out
 }
 
 interface Work {
@@ -333,7 +351,9 @@ export const start = <E = never>(
       Stream.runForEach((event) => {
         switch (event._tag) {
           case "RecordChunk":
-            return acceptChunk(event)
+            return event.bytes > budgetBytes / 2 && event.count > 1
+              ? Effect.forEach(splitToFit(event, budgetBytes / 2), acceptChunk, { discard: true })
+              : acceptChunk(event)
           case "RetentionGap":
             return onGap(event)
           case "PartitionsRevoked":

@@ -135,6 +135,20 @@ describe("Pipeline", () => {
       expect(full / manifests.length).toBeGreaterThan(0.9)
     }))
 
+  it.effect("chunks larger than the memory budget are split, so bytes held stay within it", () =>
+    Effect.gen(function*() {
+      const source = Memory.source({ name: "t", partitions: 2, records: 5_000, recordBytes: 100, chunkRecords: 1_000 })
+      const sink = Memory.sink({ latencyMillis: () => 20 })
+      const budget = 30_000 // a chunk is 100 000 bytes
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { batch: { records: 100 }, memoryBudget: budget } }))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      if (Exit.isSuccess(exit)) {
+        expect(exit.value.maxInflightBytes).toBeLessThanOrEqual(budget)
+        expect(exit.value.recordsCommitted).toBe(10_000)
+      }
+      expect(positions(sink).size).toBe(10_000)
+    }))
+
   it.effect("a paused read gate seals open batches early and pauses the source", () =>
     Effect.gen(function*() {
       const source = Memory.source({ name: "t", partitions: 1, records: 2_000, recordBytes: 10, chunkRecords: 50, intervalMillis: 20 })
