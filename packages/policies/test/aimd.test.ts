@@ -8,6 +8,30 @@ import { at, closedLoop, failure, knee, objectStoreLoop, prng, range, sample, ti
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(Aimd.AimdConfig)(input)
 
 describe("Aimd", () => {
+  it("re-enters slow start toward the limit before a throttle storm once clean requests run above the throttled level", () => {
+    const c = config({ initial: 32, probe: { intervalMillis: 0 } })
+    let s = Aimd.policy.init(c)
+    const flat = (t: number, inflight: number) => {
+      s = Aimd.policy.step(s, sample(t, 50, { startedAt: t - 50, inflightAtStart: inflight, bytes: 0 }), t).state
+    }
+    for (let i = 0; i < 20; i++) flat(100 + i, 32)
+    const before = s.limit
+    // The storm: throttles at 4 in flight cut it down, round after round.
+    for (let r = 0; r < 20; r++) {
+      const t = 1_000 + r * 100
+      s = Aimd.policy.step(s, failure(t, "Throttled", { startedAt: t - 10, limitAtStart: 4 }), t).state
+    }
+    const low = s.limit
+    expect(low).toBeLessThan(8)
+    // Clean requests at or below the throttled level: additive only.
+    for (let i = 0; i < 10; i++) flat(5_000 + i, 4)
+    expect(s.limit).toBeLessThan(low + 3)
+    // Three clean requests above it (started after the last throttle): slow start.
+    for (let i = 0; i < 3; i++) flat(6_000 + i, 5)
+    for (let i = 0; i < 30; i++) flat(7_000 + i, Math.floor(s.limit))
+    expect(s.limit).toBeGreaterThanOrEqual(Math.min(before, 24))
+  })
+
   it("grows while latency is flat and the limit is used, then settles near the knee", () => {
     const { series } = closedLoop(Aimd.policy, config({ probe: { intervalMillis: 0 } }), (_t, l) => knee(50, 24)(l), 30_000)
     const [lo, hi] = range(series, 20_000, 30_000)

@@ -89,9 +89,38 @@ describe("Throttle", () => {
     let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), 100]]).state
     expect(s.limit).toBeCloseTo(6)
     // One round of 6 successes started after the cut: about one slot more, not 6.
-    for (let i = 0; i < 6; i++) s = Throttle.policy.step(s, sample(900 + i, 700, { startedAt: 200 }), 900 + i).state
+    for (let i = 0; i < 6; i++) {
+      s = Throttle.policy.step(s, sample(900 + i, 700, { startedAt: 200, inflightAtStart: 6 }), 900 + i).state
+    }
     expect(s.limit).toBeGreaterThan(6.9)
     expect(s.limit).toBeLessThan(7.1)
+  })
+
+  it("restores early once the storm has cleared: clean requests above the level that was throttled", () => {
+    const c = config({ restoreAfterMillis: 60_000 })
+    let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), 100]]).state
+    expect(s.limit).toBeCloseTo(6)
+    // Successes at or below the throttled level (12) are no evidence.
+    for (let i = 0; i < 5; i++) {
+      s = Throttle.policy.step(s, sample(900 + i, 700, { startedAt: 200, inflightAtStart: 12 }), 900 + i).state
+    }
+    expect(s.mode).toBe("recovering")
+    // Three in a row from above it, started after the last throttle, are.
+    for (let i = 0; i < 3; i++) {
+      s = Throttle.policy.step(s, sample(1_000 + i, 700, { startedAt: 300, inflightAtStart: 13 }), 1_000 + i).state
+    }
+    expect(s.mode).toBe("open")
+    expect(s.limit).toBe(12)
+  })
+
+  it("does not restore early when a throttle interrupts the clean run", () => {
+    const c = config({ restoreAfterMillis: 60_000 })
+    let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), 100]]).state
+    s = Throttle.policy.step(s, sample(1_000, 700, { startedAt: 300, inflightAtStart: 13 }), 1_000).state
+    s = Throttle.policy.step(s, sample(1_001, 700, { startedAt: 300, inflightAtStart: 13 }), 1_001).state
+    s = Throttle.policy.step(s, failure(1_002, "Throttled", { startedAt: 900, limitAtStart: 6 }), 1_002).state
+    s = Throttle.policy.step(s, sample(1_003, 700, { startedAt: 300, inflightAtStart: 13 }), 1_003).state
+    expect(s.mode).not.toBe("open")
   })
   it("cuts concurrency ×beta and sets a rate on a throttle; withdraws once recovered", () => {
     const c = config({ restoreAfterMillis: 60_000 })

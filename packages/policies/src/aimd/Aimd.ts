@@ -123,7 +123,17 @@ export interface AimdState {
   readonly probe: Probe.ProbeState
   /** The value last proposed. */
   readonly proposed: number
+  /** Lowest in-flight count a throttled request started at since the storm began (`Infinity`: none). */
+  readonly throttledAt: number
+  readonly lastThrottleAt: number
+  /** Flat samples in a row, started after the last throttle, from above `throttledAt`. */
+  readonly clear: number
+  /** The limit before the storm's first throttle cut: where slow start returns to once it clears. */
+  readonly beforeStorm: number
 }
+
+/** Flat samples in a row from above the throttled level that mean the storm has cleared. */
+const CLEAR_SAMPLES = 3
 
 const clamp = (c: AimdConfig, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
 
@@ -207,12 +217,23 @@ const onSample = (s: AimdState, sample: SignalBus.UploadSample, now: number): Ai
   if (latency.mean > threshold) {
     return fresh(s, sample.startedAt, sample.inflightAtStart) ? cut(next, now, sample.inflightAtStart) : next
   }
+  const cleared = s.throttledAt !== Infinity && sample.startedAt >= s.lastThrottleAt &&
+      sample.inflightAtStart > s.throttledAt
+    ? s.clear + 1
+    : s.clear
+  // The storm has cleared (clean requests above the level that was throttled):
+  // slow start again toward the limit before it (BBR/CUBIC fast recovery); the
+  // first latency climb or throttle ends it as usual.
+  const ssthresh = cleared >= CLEAR_SAMPLES ? Math.max(s.ssthresh, s.beforeStorm) : s.ssthresh
+  const storm = cleared >= CLEAR_SAMPLES
+    ? { throttledAt: Infinity, clear: 0, beforeStorm: 0, ssthresh }
+    : { clear: cleared, ssthresh }
   const used = sample.inflightAtStart >= s.limit / 2
-  const slow = c.slowStart && s.limit < s.ssthresh
+  const slow = c.slowStart && s.limit < ssthresh
   const limit = !used ? s.limit : slow
-    ? clamp(c, Math.min(s.ssthresh, s.limit + c.step))
+    ? clamp(c, Math.min(ssthresh, s.limit + c.step))
     : clamp(c, s.limit + c.step / Math.max(1, s.limit))
-  return { ...next, mode: "steady", limit, lastGood: limit }
+  return { ...next, ...storm, mode: "steady", limit, lastGood: limit }
 }
 
 const maybeProbe = (s: AimdState, now: number): AimdState => {
@@ -273,7 +294,11 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
     reference: Latency.initReference(config.referenceBytes),
     lastCutAt: -Infinity,
     probe: Probe.init(config.probe),
-    proposed: config.initial
+    proposed: config.initial,
+    throttledAt: Infinity,
+    lastThrottleAt: -Infinity,
+    clear: 0,
+    beforeStorm: 0
   }),
   initial: (s) => ({ concurrency: s.proposed }),
   step: (s, signal, now) => {
@@ -281,11 +306,15 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
     if (signal._tag === "UploadSample") {
       next = learn(s, signal)
       if (signal.stage === s.config.stage) next = onSample(next, signal, now)
-    } else if (
-      signal._tag === "Failure" && signal.failure.failureClass === "Throttled" &&
-      fresh(s, signal.startedAt, signal.inflightAtStart)
-    ) {
-      next = cut(s, now)
+    } else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") {
+      const storm: AimdState = {
+        ...s,
+        throttledAt: Math.min(s.throttledAt, Math.max(s.config.floor, signal.inflightAtStart)),
+        lastThrottleAt: now,
+        clear: 0,
+        beforeStorm: s.throttledAt === Infinity ? Math.max(s.limit, s.mode === "probing" ? s.probe.saved : 0) : s.beforeStorm
+      }
+      next = fresh(s, signal.startedAt, signal.inflightAtStart) ? cut(storm, now) : storm
     }
     return withLimit(s, maybeProbe(next, now))
   }

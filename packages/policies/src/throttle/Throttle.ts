@@ -51,6 +51,7 @@ type Proposal = Knob.Proposal
  * | `throttleRetryBaseMillis` | 500 | ≥ 0 | first retry delay of a throttle |
  * | `retryMaxMillis` | 20 s | ≥ 0 | longest backoff (Retry-After may be longer) |
  * | `maxAttempts` | 0 | ≥ 0 | give up after this many attempts; 0 = retry while running |
+ * | `clearSamples` | 3 | ≥ 1 | successes in a row from above the episode's throttle level that restore early (the storm has cleared) |
  * | `seed` | 7 | int | seed of the retry jitter |
  *
  * @since 0.1.0
@@ -70,6 +71,7 @@ export const ThrottleConfig = Schema.Struct({
   throttleRetryBaseMillis: Fields.millis(500),
   retryMaxMillis: Fields.millis("20 seconds"),
   maxAttempts: Fields.int(0, 0),
+  clearSamples: Fields.int(3, 1),
   seed: Fields.int(7, 0, 0xffffffff)
 }).check(Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
 
@@ -102,6 +104,10 @@ export interface ThrottleState {
   readonly proposed: Proposal
   /** Throttles seen (all of them, including those that did not cut). */
   readonly throttles: number
+  /** Lowest in-flight count a throttled request of this episode started at (`Infinity` when open). */
+  readonly throttledAt: number
+  /** Successes in a row, started after the last throttle, from above `throttledAt`. */
+  readonly clear: number
 }
 
 const rateConfig = (c: ThrottleConfig): CubicRate.CubicRateConfig => ({
@@ -126,7 +132,13 @@ const emit = (prev: ThrottleState, next: ThrottleState): Policy.Step<ThrottleSta
 
 const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): ThrottleState => {
   const c = s.config
-  const counted = { ...s, throttles: s.throttles + 1, lastThrottleAt: now }
+  const counted = {
+    ...s,
+    throttles: s.throttles + 1,
+    lastThrottleAt: now,
+    throttledAt: Math.min(s.throttledAt, Math.max(c.floor, f.inflightAtStart)),
+    clear: 0
+  }
   // One cut per round: a request that began before the last cut, or while more
   // were in flight than the cut limit allows (a later stage of an upload admitted
   // before the cut), measured the old regime.
@@ -146,23 +158,41 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
   }
 }
 
-const onSuccess = (s: ThrottleState, startedAt: number, now: number): ThrottleState => {
+/**
+ * The storm has cleared: `clearSamples` requests in a row, started after the
+ * last throttle with more in flight than the lowest level that was throttled
+ * this episode, succeeded. Growth inside the region that was never throttled
+ * is no evidence; clean requests above the level that was are.
+ */
+const clearedAbove = (s: ThrottleState, startedAt: number, inflightAtStart: number): ThrottleState => {
+  if (s.mode === "open" || startedAt < s.lastThrottleAt) return s
+  return inflightAtStart > s.throttledAt ? { ...s, clear: s.clear + 1 } : s
+}
+
+const onSuccess = (s: ThrottleState, startedAt: number, now: number, inflightAtStart: number = 0): ThrottleState => {
   const c = s.config
   const rate = CubicRate.update(rateConfig(c), s.rate, now, false)
   if (s.mode === "open" || startedAt < s.lastCutAt) return { ...s, rate }
   const limit = Math.min(c.ceiling, s.limit + c.step / Math.max(1, s.limit))
-  return limit >= s.saved ? { ...s, rate, mode: "open", limit } : { ...s, rate, mode: "recovering", limit }
+  const next = clearedAbove(s, startedAt, inflightAtStart)
+  return limit >= s.saved
+    ? { ...next, rate, mode: "open", limit, throttledAt: Infinity, clear: 0 }
+    : { ...next, rate, mode: "recovering", limit }
 }
 
 const restore = (s: ThrottleState, now: number): ThrottleState => {
-  if (now - s.lastThrottleAt < s.config.restoreAfterMillis) return s
+  // Restore after `restoreAfterMillis` without a throttle, or as soon as the
+  // storm has cleared (see `clearedAbove`).
+  const cleared = s.mode !== "open" && s.clear >= s.config.clearSamples
+  if (!cleared && now - s.lastThrottleAt < s.config.restoreAfterMillis) return s
   // BBR-style restore of both knobs: a rate cut during an episode that ended
   // must not keep the pipeline slow (a cubic from a tiny measured rate takes
   // far longer than the episode did).
   // The measured send rate is kept: the next episode cuts from it (a reset
   // measurement made the next throttle cut the rate to `minRate`).
   const rate = CubicRate.rate(s.rate) === null ? s.rate : { ...s.rate, enabled: false }
-  return s.mode !== "open" ? { ...s, mode: "open", limit: s.saved, rate } : rate === s.rate ? s : { ...s, rate }
+  if (s.mode !== "open") return { ...s, mode: "open", limit: s.saved, rate, throttledAt: Infinity, clear: 0 }
+  return rate === s.rate ? s : { ...s, rate }
 }
 
 /**
@@ -206,7 +236,9 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState> = {
     lastThrottleAt: -Infinity,
     rate: CubicRate.init(rateConfig(config)),
     proposed: {},
-    throttles: 0
+    throttles: 0,
+    throttledAt: Infinity,
+    clear: 0
   }),
   initial: () => ({}),
   step: (s, signal, now) => {
@@ -215,7 +247,7 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState> = {
       if (signal.failure.failureClass === "Throttled") next = onThrottle(s, signal, now)
       else if (signal.failure.stage === "object_upload") next = onSuccess(s, -Infinity, now)
     } else if (signal._tag === "UploadSample" && signal.stage === "object_upload") {
-      next = onSuccess(s, signal.startedAt, now)
+      next = onSuccess(s, signal.startedAt, now, signal.inflightAtStart)
     }
     return emit(s, restore(next, now))
   }
