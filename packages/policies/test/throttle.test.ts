@@ -84,16 +84,17 @@ describe("Throttle", () => {
     expect(state.limit).toBeCloseTo(12 * c.beta)
   })
 
-  it("regains +step per round after a cut (step / limit per success), not per success", () => {
+  it("above the known-clean level, after the plateau, regains +step per round (step / limit per success), not per success", () => {
     const c = config()
-    let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), 100]]).state
-    expect(s.limit).toBeCloseTo(6)
-    // One round of 6 successes started after the cut: about one slot more, not 6.
-    for (let i = 0; i < 6; i++) {
-      s = Throttle.policy.step(s, sample(900 + i, 700, { startedAt: 200, inflightAtStart: 6 }), 900 + i).state
+    let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 24 }), 100]]).state
+    s = { ...s, limit: Math.max(1, s.throttledAt - 1), plateau: c.probeAboveAfter }
+    const from = s.limit
+    // One round of `from` successes started after the cut: about one slot more, not `from`.
+    for (let i = 0; i < from; i++) {
+      s = Throttle.policy.step(s, sample(900 + i, 700, { startedAt: 200, inflightAtStart: from }), 900 + i).state
     }
-    expect(s.limit).toBeGreaterThan(6.9)
-    expect(s.limit).toBeLessThan(7.1)
+    expect(s.limit).toBeGreaterThan(from + 0.9)
+    expect(s.limit).toBeLessThan(from + 1.1)
   })
 
   it("restores early once the storm has cleared: clean requests above the level that was throttled", () => {
@@ -203,5 +204,36 @@ describe("Throttle", () => {
     expect(retry.delayMillis(throttled, 3)).toBe(d3)
     const limited = Throttle.retryPolicy(config({ maxAttempts: 3 }))
     expect(limited.delayMillis(throttled, 3)).toBeUndefined()
+  })
+})
+
+describe("Throttle regrowth toward the throttled level", () => {
+  const episode = () => {
+    let s = Throttle.policy.init(config())
+    // Throttled at 13 in flight: the lowest throttled level is 13, the cut ×0.5.
+    s = Throttle.policy.step(s, { ...failure(100, "Throttled", { startedAt: 50, limitAtStart: 72 }), inflightAtStart: 13 }, 100).state
+    return s
+  }
+
+  it("regains the level just below the throttled one at once, then plateaus before probing above it", () => {
+    let s = episode()
+    expect(s.limit).toBe(6.5)
+    for (let i = 0; i < 6; i++) s = Throttle.policy.step(s, sample(200 + i, 700, { startedAt: 150, inflightAtStart: 6 }), 200 + i).state
+    expect(s.limit).toBe(12)
+    for (let i = 0; i < 60; i++) s = Throttle.policy.step(s, sample(300 + i, 700, { startedAt: 150, inflightAtStart: 12 }), 300 + i).state
+    expect(s.limit).toBe(12)
+    for (let i = 0; i < 20; i++) s = Throttle.policy.step(s, sample(400 + i, 700, { startedAt: 150, inflightAtStart: 12 }), 400 + i).state
+    expect(s.limit).toBeGreaterThan(12)
+  })
+
+  it("a throttle at the known level cuts to just below it; one below it cuts ×beta", () => {
+    const s = episode()
+    const at = Throttle.policy.step(s, { ...failure(500, "Throttled", { startedAt: 400, limitAtStart: 13 }), inflightAtStart: 13 }, 500).state
+    expect(at.limit).toBe(6.5) // limit 6.5 < in flight 13: measured the old regime, no cut
+    const grown = { ...s, limit: 13 }
+    const probe = Throttle.policy.step(grown, { ...failure(500, "Throttled", { startedAt: 400, limitAtStart: 13 }), inflightAtStart: 13 }, 500).state
+    expect(probe.limit).toBe(12)
+    const moved = Throttle.policy.step(grown, { ...failure(500, "Throttled", { startedAt: 400, limitAtStart: 13 }), inflightAtStart: 10 }, 500).state
+    expect(moved.limit).toBe(5)
   })
 })

@@ -52,6 +52,7 @@ type Proposal = Knob.Proposal
  * | `retryMaxMillis` | 20 s | ≥ 0 | longest backoff (Retry-After may be longer) |
  * | `maxAttempts` | 0 | ≥ 0 | give up after this many attempts; 0 = retry while running |
  * | `clearSamples` | 3 | ≥ 1 | successes in a row from above the episode's throttle level that restore early (the storm has cleared) |
+ * | `probeAboveAfter` | 72 | ≥ 1 | successes at the level just below the episode's throttle level before growing above it again |
  * | `seed` | 7 | int | seed of the retry jitter |
  *
  * @since 0.1.0
@@ -72,6 +73,7 @@ export const ThrottleConfig = Schema.Struct({
   retryMaxMillis: Fields.millis("20 seconds"),
   maxAttempts: Fields.int(0, 0),
   clearSamples: Fields.int(3, 1),
+  probeAboveAfter: Fields.int(72, 1),
   seed: Fields.int(7, 0, 0xffffffff)
 }).check(Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
 
@@ -108,6 +110,8 @@ export interface ThrottleState {
   readonly throttledAt: number
   /** Successes in a row, started after the last throttle, from above `throttledAt`. */
   readonly clear: number
+  /** Successes since the limit reached the level just below `throttledAt` (the plateau). */
+  readonly plateau: number
 }
 
 const rateConfig = (c: ThrottleConfig): CubicRate.CubicRateConfig => ({
@@ -152,8 +156,15 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
     ...counted,
     mode: "backoff",
     saved: s.mode === "open" ? Math.max(c.floor, Math.min(c.ceiling, f.limitAtStart)) : s.saved,
-    limit: Math.max(c.floor, from * c.beta),
+    // A throttle at or above the level this episode already found throttled
+    // confirms that level rather than finding a new one: cut to just below it
+    // (the level below is known clean) instead of ×`beta`. A throttle below it
+    // means the level moved: the usual multiplicative cut.
+    limit: s.mode !== "open" && f.inflightAtStart >= s.throttledAt
+      ? Math.max(c.floor, from * c.beta, Math.min(from - 1, s.throttledAt - 1))
+      : Math.max(c.floor, from * c.beta),
     lastCutAt: now,
+    plateau: 0,
     rate: CubicRate.update(rateConfig(c), s.rate, now, true)
   }
 }
@@ -173,10 +184,26 @@ const onSuccess = (s: ThrottleState, startedAt: number, now: number, inflightAtS
   const c = s.config
   const rate = CubicRate.update(rateConfig(c), s.rate, now, false)
   if (s.mode === "open" || startedAt < s.lastCutAt) return { ...s, rate }
-  const limit = Math.min(c.ceiling, s.limit + c.step / Math.max(1, s.limit))
-  const next = clearedAbove(s, startedAt, inflightAtStart)
+  // Regrowth toward the level known to throttle (CUBIC's W_max): the level
+  // just below the lowest throttled in-flight count is known to be clean, so it
+  // is regained at once (+`step` per success: ×2 per round); there the limit
+  // plateaus for `probeAboveAfter` successes before probing above it again
+  // (+`step` per round), so probing the known-bad level costs at most a
+  // throttle or two per plateau instead of one per round.
+  const known = Math.max(c.floor, s.throttledAt - 1)
+  const below = s.limit < known
+  const plateau = below ? 0 : s.plateau + 1
+  const limit = Math.min(
+    c.ceiling,
+    below
+      ? Math.min(known, s.limit + c.step)
+      : plateau >= c.probeAboveAfter
+      ? s.limit + c.step / Math.max(1, s.limit)
+      : s.limit
+  )
+  const next = clearedAbove({ ...s, plateau }, startedAt, inflightAtStart)
   return limit >= s.saved
-    ? { ...next, rate, mode: "open", limit, throttledAt: Infinity, clear: 0 }
+    ? { ...next, rate, mode: "open", limit, throttledAt: Infinity, clear: 0, plateau: 0 }
     : { ...next, rate, mode: "recovering", limit }
 }
 
@@ -238,7 +265,8 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState> = {
     proposed: {},
     throttles: 0,
     throttledAt: Infinity,
-    clear: 0
+    clear: 0,
+    plateau: 0
   }),
   initial: () => ({}),
   step: (s, signal, now) => {
