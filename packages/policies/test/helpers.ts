@@ -3,6 +3,7 @@
  * concurrency core on virtual time (purely, through `Policy.replay`'s contract).
  */
 import type { Failure, Knob, Policy, SignalBus } from "@sluice/core"
+import * as Rng from "../src/internal/Rng.ts"
 
 export const sample = (
   at: number,
@@ -69,21 +70,12 @@ export const closedLoop = <C, S>(
   latency: (t: number, limit: number) => number,
   untilMillis: number
 ): { readonly series: Array<readonly [number, number]>; readonly state: S } => {
-  let state = policy.init(config)
-  let limit = policy.initial(state).concurrency ?? 1
-  const series: Array<readonly [number, number]> = [[0, limit]]
+  const run = recorder(policy, config)
+  const { feed } = run
   let t = 0
-  const feed = (signal: SignalBus.Signal) => {
-    const next = policy.step(state, signal, signal.at)
-    state = next.state
-    if (next.proposal?.concurrency !== undefined) {
-      limit = next.proposal.concurrency
-      series.push([signal.at, limit])
-    }
-  }
   while (t < untilMillis) {
     const startedAt = t
-    const inRound = limit
+    const inRound = run.limit()
     const lat = latency(t, inRound)
     t += lat
     for (let i = 0; i < inRound; i++) {
@@ -91,7 +83,7 @@ export const closedLoop = <C, S>(
     }
     feed(tick(t))
   }
-  return { series, state }
+  return { series: run.series, state: run.state() }
 }
 
 /** The limit in force at time `t`. */
@@ -119,15 +111,36 @@ export const range = (series: ReadonlyArray<readonly [number, number]>, from: nu
 /** A store with a latency knee: `base` up to `knee` concurrent requests, then proportional. */
 export const knee = (base: number, kneeAt: number) => (limit: number) => base * Math.max(1, limit / kneeAt)
 
-/** A deterministic uniform PRNG (mulberry32) for test models. */
+/** A deterministic uniform PRNG for test models (the policies' own mulberry32). */
 export const prng = (seed: number) => {
   let s = seed >>> 0
   return (): number => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+    const [u, next] = Rng.next(s)
+    s = next
+    return u
+  }
+}
+
+/**
+ * Steps `policy` signal by signal, recording the concurrency it proposes over
+ * time (shared by the closed-loop drivers below).
+ */
+const recorder = <C, S>(policy: Policy.Policy<C, S>, config: C) => {
+  let state = policy.init(config)
+  let limit = policy.initial(state).concurrency ?? 1
+  const series: Array<readonly [number, number]> = [[0, limit]]
+  return {
+    series,
+    limit: () => limit,
+    state: () => state,
+    feed: (signal: SignalBus.Signal) => {
+      const next = policy.step(state, signal, signal.at)
+      state = next.state
+      if (next.proposal?.concurrency !== undefined) {
+        limit = next.proposal.concurrency
+        series.push([signal.at, limit])
+      }
+    }
   }
 }
 
@@ -152,17 +165,8 @@ export const objectStoreLoop = <C, S>(
   }
 ): { readonly series: Array<readonly [number, number]>; readonly state: S } => {
   const rand = prng(options.seed ?? 1)
-  let state = policy.init(config)
-  let limit = policy.initial(state).concurrency ?? 1
-  const series: Array<readonly [number, number]> = [[0, limit]]
-  const feed = (signal: SignalBus.Signal) => {
-    const next = policy.step(state, signal, signal.at)
-    state = next.state
-    if (next.proposal?.concurrency !== undefined) {
-      limit = next.proposal.concurrency
-      series.push([signal.at, limit])
-    }
-  }
+  const run = recorder(policy, config)
+  const { feed } = run
   type Stage = "object_upload" | "manifest_upload" | "verify"
   interface Request { readonly end: number; readonly start: number; readonly stage: Stage; readonly bytes: number; readonly slotsAtStart: number }
   const pending: Array<Request> = []
@@ -174,7 +178,7 @@ export const objectStoreLoop = <C, S>(
     pending.push({ end: t + service, start: t, stage, bytes, slotsAtStart })
   }
   const fill = (t: number) => {
-    while (slots < limit) {
+    while (slots < run.limit()) {
       slots++
       start(t, "object_upload", options.size(t), slots)
     }
@@ -192,7 +196,7 @@ export const objectStoreLoop = <C, S>(
       continue
     }
     pending.shift()
-    const common = { startedAt: first.start, bytes: first.bytes, stage: first.stage, inflightAtStart: first.slotsAtStart, limitAtStart: limit }
+    const common = { startedAt: first.start, bytes: first.bytes, stage: first.stage, inflightAtStart: first.slotsAtStart, limitAtStart: run.limit() }
     feed(sample(t, t - first.start, common))
     if (first.stage === "object_upload") start(t, "manifest_upload", 0, first.slotsAtStart)
     else if (first.stage === "manifest_upload") start(t, "verify", 0, first.slotsAtStart)
@@ -201,5 +205,5 @@ export const objectStoreLoop = <C, S>(
       fill(t)
     }
   }
-  return { series, state }
+  return { series: run.series, state: run.state() }
 }
