@@ -5,16 +5,19 @@
  * ```
  * sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace out.csv] [--plot out.svg]
  * sluice-sim matrix <dir> --policy <a> [--policy <b> …] [--json]
+ * sluice-sim --help | --version
  * ```
  *
- * Exit codes: 0 all `expect` bounds hold, 1 some bound failed, 2 bad usage,
- * scenario or policy.
+ * Exit codes: 0 all `expect` bounds hold (and for `--help`, `--version`), 1 some
+ * bound failed, 2 bad usage, scenario or policy.
  *
  * @since 0.1.0
  */
 import { Cause, Effect, Exit } from "effect"
+import { readFileSync } from "node:fs"
 import { mkdir, readdir, writeFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 import * as Plot from "./Plot.ts"
 import * as PolicySpec from "./PolicySpec.ts"
 import * as Runner from "./Runner.ts"
@@ -23,27 +26,69 @@ import type { BoundFailure, Summary } from "./Summary.ts"
 import * as Summaries from "./Summary.ts"
 import * as Trace from "./Trace.ts"
 
-const usage = `usage:
+/**
+ * The usage text `--help` prints (and bad usage prints to stderr).
+ *
+ * @since 0.2.0
+ */
+export const usage = `usage:
   sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace out.csv] [--plot out.svg]
   sluice-sim matrix <dir> --policy <a> [--policy <b> ...] [--json]
+  sluice-sim --help | --version
 
-  <spec>: fixed:N | base | a composition of @sluice/policies (e.g. aimd+throttle+shared+batch)`
+  <spec>: fixed:N | base | a composition of @sluice/policies (e.g. aimd+throttle+shared+batch)
+  --json          also print the summary as JSON on the last line (matrix: an array)
+  --trace <csv>   write the trace (one row per 100 virtual ms) as CSV
+  --plot <svg>    write the trace as an SVG plot
 
-interface Args {
-  readonly command: string | undefined
-  readonly target: string | undefined
-  readonly policies: Array<string>
-  readonly json: boolean
-  readonly trace: string | undefined
-  readonly plot: string | undefined
-}
+exit codes: 0 every expect bound holds, 1 a bound failed, 2 bad usage, scenario or policy`
+
+/**
+ * What the arguments ask for: a command to run, the help or version text, or
+ * bad usage (with the reason).
+ *
+ * @since 0.2.0
+ */
+export type Parsed =
+  | {
+    readonly _tag: "Command"
+    readonly command: string | undefined
+    readonly target: string | undefined
+    readonly policies: ReadonlyArray<string>
+    readonly json: boolean
+    readonly trace: string | undefined
+    readonly plot: string | undefined
+  }
+  | { readonly _tag: "Help" }
+  | { readonly _tag: "Version" }
+  | { readonly _tag: "Invalid"; readonly message: string }
+
+type Args = Extract<Parsed, { readonly _tag: "Command" }>
 
 /**
  * Parses the arguments (after `node cli.js`).
  *
+ * **When to use**: to check what a command line means without running it;
+ * `main` calls it.
+ *
+ * **Details**: `--help`/`-h` and `--version`/`-V` win over everything else on
+ * the line; an unknown option or a missing option value is `Invalid`, whose
+ * message names it.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Cli } from "@sluice/testkit"
+ *
+ * const parsed = Cli.parseArgs(["run", "scenario.json", "--policy", "fixed:8"])
+ * // { _tag: "Command", command: "run", target: "scenario.json", policies: ["fixed:8"], … }
+ * ```
+ *
  * @since 0.1.0
  */
-export const parseArgs = (argv: ReadonlyArray<string>): Args | string => {
+export const parseArgs = (argv: ReadonlyArray<string>): Parsed => {
+  if (argv.some((a) => a === "--help" || a === "-h")) return { _tag: "Help" }
+  if (argv.some((a) => a === "--version" || a === "-V")) return { _tag: "Version" }
   const policies: Array<string> = []
   const positional: Array<string> = []
   let json = false
@@ -51,25 +96,43 @@ export const parseArgs = (argv: ReadonlyArray<string>): Args | string => {
   let plot: string | undefined
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string
-    const value = () => {
-      const v = argv[++i]
-      if (v === undefined) throw new Error(`${a} needs a value`)
-      return v
-    }
-    try {
-      if (a === "--policy") policies.push(value())
-      else if (a.startsWith("--policy=")) policies.push(a.slice(9))
-      else if (a === "--json") json = true
-      else if (a === "--trace") trace = value()
-      else if (a === "--plot") plot = value()
-      else if (a === "--help" || a === "-h") return usage
-      else if (a.startsWith("--")) return `unknown option ${a}\n${usage}`
-      else positional.push(a)
-    } catch (e) {
-      return `${e instanceof Error ? e.message : String(e)}\n${usage}`
-    }
+    const value = (): string | undefined => argv[++i]
+    if (a === "--policy" || a === "--trace" || a === "--plot") {
+      const v = value()
+      if (v === undefined) return { _tag: "Invalid", message: `${a} needs a value` }
+      if (a === "--policy") policies.push(v)
+      else if (a === "--trace") trace = v
+      else plot = v
+    } else if (a.startsWith("--policy=")) policies.push(a.slice(9))
+    else if (a === "--json") json = true
+    else if (a.startsWith("-") && a !== "-") return { _tag: "Invalid", message: `unknown option ${a}` }
+    else positional.push(a)
   }
-  return { command: positional[0], target: positional[1], policies, json, trace, plot }
+  return { _tag: "Command", command: positional[0], target: positional[1], policies, json, trace, plot }
+}
+
+/**
+ * The version of `@sluice/testkit` (from its `package.json`, found from this
+ * module's location, so it works from `src/` and from `dist/src/`).
+ *
+ * @since 0.2.0
+ */
+export const version = (): string => {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  for (;;) {
+    try {
+      const pkg: unknown = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"))
+      if (
+        typeof pkg === "object" && pkg !== null && "name" in pkg && pkg.name === "@sluice/testkit" &&
+        "version" in pkg && typeof pkg.version === "string"
+      ) return pkg.version
+    } catch {
+      // no package.json here: keep walking up
+    }
+    const parent = dirname(dir)
+    if (parent === dir) return "unknown"
+    dir = parent
+  }
 }
 
 /** One scenario × one policy. */
@@ -145,9 +208,9 @@ const writeOut = (path: string, text: string) =>
 
 const runCommand = (args: Args, print: (line: string) => void) =>
   Effect.gen(function*() {
-    if (args.target === undefined) return yield* Effect.fail(usage)
+    if (args.target === undefined) return yield* Effect.fail(`sluice-sim: run needs a scenario file\n${usage}`)
     const scenario = yield* Scenario.load(args.target)
-    if (args.policies.length > 1) return yield* Effect.fail("run takes one --policy (use matrix for several)")
+    if (args.policies.length > 1) return yield* Effect.fail("sluice-sim: run takes one --policy (use matrix for several)")
     const cell = yield* runOne(scenario, args.policies[0] ?? "base")
     if (args.trace !== undefined) yield* writeOut(args.trace, Trace.toCsv(cell.trace))
     if (args.plot !== undefined) {
@@ -162,7 +225,7 @@ const runCommand = (args: Args, print: (line: string) => void) =>
 const matrixCommand = (args: Args, print: (line: string) => void) =>
   Effect.gen(function*() {
     const dir = args.target
-    if (dir === undefined) return yield* Effect.fail(usage)
+    if (dir === undefined) return yield* Effect.fail(`sluice-sim: matrix needs a directory of scenario files\n${usage}`)
     const files = (yield* Effect.promise(() => readdir(dir))).filter((f) => f.endsWith(".json")).sort()
     const specs = args.policies.length > 0 ? args.policies : ["base"]
     const cells: Array<Cell> = []
@@ -177,6 +240,14 @@ const matrixCommand = (args: Args, print: (line: string) => void) =>
 
 /**
  * Runs the CLI; resolves to the exit code.
+ *
+ * **When to use**: from the `sluice-sim` executable, or from a script or test
+ * that wants the CLI's output without spawning a process.
+ *
+ * **Details**: results (the summary, the matrix table, `--help`, `--version`)
+ * go to `print`; bad usage and errors go to `printError`. Resolves to 0 when
+ * every `expect` bound holds (and for `--help` and `--version`), 1 when a bound
+ * failed or the pipeline failed, 2 on bad usage, scenario or policy.
  *
  * **Example**
  *
@@ -194,15 +265,22 @@ export const main = async (
   printError: (line: string) => void = (l) => console.error(l)
 ): Promise<number> => {
   const args = parseArgs(argv)
-  if (typeof args === "string") {
-    printError(args)
-    return 2
+  switch (args._tag) {
+    case "Help":
+      print(usage)
+      return 0
+    case "Version":
+      print(version())
+      return 0
+    case "Invalid":
+      printError(`sluice-sim: ${args.message}\n${usage}`)
+      return 2
   }
   const program = args.command === "run"
     ? runCommand(args, print)
     : args.command === "matrix"
     ? matrixCommand(args, print)
-    : Effect.fail(usage)
+    : Effect.fail(args.command === undefined ? usage : `sluice-sim: unknown command ${args.command}\n${usage}`)
   const exit = await Effect.runPromiseExit(program)
   if (Exit.isSuccess(exit)) return exit.value
   const error = Cause.squash(exit.cause)

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Cli from "../src/Cli.ts"
+import * as Trace from "../src/Trace.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "sluice-sim-"))
 const scenario = (expect: object) => ({
@@ -34,7 +35,8 @@ describe("sluice-sim", () => {
     const summary = JSON.parse(out.at(-1) ?? "{}")
     expect(summary).toMatchObject({ scenario: "cli-small", policy: "fixed:4", pass: true, committedNotVerified: 0 })
     const csv = readFileSync(trace, "utf8").split("\n")
-    expect(csv[0]).toBe("t,concurrency,inflightBatches,inflightBytes,goodputBytesPerSecond,oracleBytesPerSecond,p50Millis,p95Millis,latencyInflation,requests,throttles,batchTargetBytes,readGatePaused,lagRecords,probing")
+    expect(csv[0]).toBe(Trace.columns.join(","))
+    expect(csv[0]?.startsWith("t,concurrency,inflightBatches,inflightBytes,goodputBytesPerSecond,")).toBe(true)
     expect(csv[1]?.startsWith("100,4,")).toBe(true)
     const svg = readFileSync(plot, "utf8")
     expect(svg.startsWith("<svg")).toBe(true)
@@ -65,5 +67,32 @@ describe("sluice-sim", () => {
     const unknown = await capture(["run", join(dir, "ok.json"), "--policy", "no-such-policy-xyz"])
     expect(unknown.code).toBe(2)
     expect(unknown.err.join("\n")).toContain("no-such-policy-xyz")
+  })
+  it("--help prints the usage to stdout and exits 0; --version prints the package version", async () => {
+    for (const argv of [["--help"], ["-h"], ["run", "x.json", "--help"]]) {
+      const help = await capture(argv)
+      expect(help.code).toBe(0)
+      expect(help.err).toEqual([])
+      expect(help.out.join("\n")).toContain("sluice-sim run <scenario.json>")
+    }
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+    const version = await capture(["--version"])
+    expect(version).toEqual({ code: 0, out: [pkg.version], err: [] })
+  })
+
+  it("unknown options, missing values and missing commands exit 2 with the usage on stderr", async () => {
+    for (const [argv, reason] of [
+      [["run", join(dir, "ok.json"), "--polciy", "fixed:4"], "unknown option --polciy"],
+      [["run", join(dir, "ok.json"), "--plot"], "--plot needs a value"],
+      [["frobnicate"], "unknown command frobnicate"],
+      [["run"], "run needs a scenario file"],
+      [[], "usage:"]
+    ] as const) {
+      const bad = await capture(argv)
+      expect(bad.code).toBe(2)
+      expect(bad.out).toEqual([])
+      expect(bad.err.join("\n")).toContain(reason)
+      expect(bad.err.join("\n")).toContain("sluice-sim matrix <dir>")
+    }
   })
 })
