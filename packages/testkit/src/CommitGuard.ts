@@ -42,7 +42,29 @@ export class Ranges {
     if (to <= from) return true
     return (this.byPartition.get(partition) ?? []).some(([a, b]) => a <= from && to <= b)
   }
+
+  /** How many offsets of `[from, to)` neither these ranges nor `also` cover. */
+  uncovered(partition: number, from: number, to: number, also?: Ranges): number {
+    if (to <= from) return 0
+    const list = [...(this.byPartition.get(partition) ?? []), ...(also?.byPartition.get(partition) ?? [])]
+    list.sort((a, b) => a[0] - b[0])
+    let at = from
+    let missing = 0
+    for (const [a, b] of list) {
+      if (at >= to) break
+      if (b <= at) continue
+      if (a > at) missing += Math.min(a, to) - at
+      at = Math.max(at, b)
+    }
+    if (at < to) missing += to - at
+    return missing
+  }
 }
+
+/** The most recent commits a checked source keeps (older ones are only counted). */
+const COMMITS_KEPT = 10_000
+/** The first violations a checked source keeps in full (the rest are counted). */
+const VIOLATIONS_KEPT = 100
 
 /**
  * Wraps a sink: a batch's offsets count as verified in `verified` once its
@@ -65,6 +87,8 @@ export const verifying = <K extends Sink.Sink>(sink: K, verified: Ranges, verifi
         Effect.sync(() => {
           const r = ranges.get(receipt.key)
           if (r === undefined) return
+          // Forget it once verified: the map holds only batches in flight.
+          ranges.delete(receipt.key)
           verified.add(r.partition, r.first, r.last + 1)
           verifiedKeys.add(receipt.key)
         }))
@@ -77,10 +101,15 @@ export const verifying = <K extends Sink.Sink>(sink: K, verified: Ranges, verifi
  * @since 0.1.0
  */
 export interface Checked {
-  /** Every violation of the commit invariant, in order (empty when it holds). */
+  /** Violations of the commit invariant, in order (empty when it holds; the first 100). */
   readonly violations: Array<string>
-  /** Every commit, in order. */
+  /** The most recent commits (at least the last 10 000, at most 20 000), in order. */
   readonly commits: Array<{ readonly partition: number; readonly nextOffset: number }>
+  /**
+   * Records committed while neither verified nor reported lost, summed over
+   * every commit (0 when the invariant holds).
+   */
+  readonly committedNotVerified: () => number
   /** Offsets reported lost by retention gaps. */
   readonly lost: Ranges
   /** Non-record source events (gaps, revokes), in order. */
@@ -104,6 +133,10 @@ export const checking = <S extends Source.Source>(
   const commits: Array<{ partition: number; nextOffset: number }> = []
   const events: Array<Source.SourceEvent> = []
   const last = new Map(from)
+  let uncovered = 0
+  const violate = (message: string) => {
+    if (violations.length < VIOLATIONS_KEPT) violations.push(message)
+  }
   const checked: S = {
     ...source,
     events: source.events.pipe(
@@ -118,19 +151,19 @@ export const checking = <S extends Source.Source>(
     commit: (partition: number, nextOffset: number) =>
       Effect.suspend(() => {
         const start = last.get(partition) ?? 0
-        if (nextOffset < start) violations.push(`commit ${partition}@${nextOffset} moves back from ${start}`)
-        for (let o = start; o < nextOffset; o++) {
-          if (!verified.covers(partition, o, o + 1) && !lost.covers(partition, o, o + 1)) {
-            violations.push(`commit ${partition}@${nextOffset}: offset ${o} is not verified`)
-            break
-          }
+        if (nextOffset < start) violate(`commit ${partition}@${nextOffset} moves back from ${start}`)
+        const missing = verified.uncovered(partition, start, nextOffset, lost)
+        if (missing > 0) {
+          uncovered += missing
+          violate(`commit ${partition}@${nextOffset}: ${missing} offsets in [${start}, ${nextOffset}) are not verified`)
         }
         last.set(partition, Math.max(start, nextOffset))
+        if (commits.length >= 2 * COMMITS_KEPT) commits.splice(0, COMMITS_KEPT)
         commits.push({ partition, nextOffset })
         return source.commit(partition, nextOffset)
       })
   }
-  return { source: checked, violations, commits, lost, events }
+  return { source: checked, violations, commits, lost, events, committedNotVerified: () => uncovered }
 }
 
 /**

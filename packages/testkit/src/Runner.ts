@@ -10,6 +10,9 @@ import type { Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { Pipeline } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
+import * as CommitGuard from "./CommitGuard.ts"
+import * as HeldBytes from "./HeldBytes.ts"
+import * as Oracle from "./Oracle.ts"
 import type { Scenario } from "./Scenario.ts"
 import * as SimSource from "./SimSource.ts"
 import * as Store from "./Store.ts"
@@ -97,14 +100,17 @@ const eventLabel = (e: Scenario["events"][number]): string => {
 }
 
 /**
- * The batch size the oracle assumes: the pipeline's configured batch target.
+ * What the oracle may choose from in `scenario` (see `Oracle`): the memory
+ * budget of all instances, the record size, the partitions and `maxAge`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const oracleBatch = (scenario: Scenario): { readonly bytes: number; readonly records: number } => {
-  const records = Math.max(1, Math.min(scenario.pipeline.batch.records, Math.floor(scenario.pipeline.batch.bytes / scenario.source.recordBytes)))
-  return { bytes: records * scenario.source.recordBytes, records }
-}
+export const oracleWorld = (scenario: Scenario): Oracle.OracleWorld => ({
+  recordBytes: scenario.source.recordBytes,
+  budgetBytes: scenario.instances * scenario.pipeline.memoryBudget,
+  partitions: scenario.source.partitions,
+  maxAgeMillis: scenario.pipeline.batch.maxAge
+})
 
 /**
  * Runs `scenario` under its own `TestClock` and returns the trace and summary.
@@ -148,22 +154,30 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
       fetchMaxBytes: Math.max(1, scenario.source.fetchMaxBytes)
     })
     const n = scenario.instances
-    const batch = oracleBatch(scenario)
+    const world = oracleWorld(scenario)
     const phases: Array<Phase> = [{ at: 0, params: store.params() }]
     const failures: Array<string> = []
 
     const handles: Array<Pipeline.PipelineHandle> = []
     const probing: Array<Set<string>> = []
     const consumers: Array<SimSource.SimConsumer> = []
+    // Observers outside the pipeline: bytes held (source deliveries minus store
+    // verifications) and commit-after-verify, checked at every commit.
+    const meters: Array<HeldBytes.HeldBytesMeter> = []
+    const guards: Array<CommitGuard.Checked> = []
     for (let i = 0; i < n; i++) {
       const assigned: Array<number> = []
       for (let p = i; p < scenario.source.partitions; p += n) assigned.push(p)
       const consumer = log.consumer(assigned)
       consumers.push(consumer)
+      const meter = HeldBytes.make()
+      meters.push(meter)
+      const guard = CommitGuard.guard(meter.sink(store.sink(i)), meter.source(consumer), { from: consumer.startPositions })
+      guards.push(guard)
       const policies = typeof options.policies === "function" ? options.policies(i) : options.policies
       const handle = yield* Pipeline.start({
-        source: consumer,
-        sink: store.sink(i),
+        source: guard.source,
+        sink: guard.sink,
         config: scenario.pipeline,
         ...(policies !== undefined ? { policies } : {})
       })
@@ -201,24 +215,28 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
     }))
 
     const rows: Array<TraceRow> = []
+    // The world in force during each row (for phases).
+    const rowWorld: Array<{ readonly params: Store.StoreParams; readonly inflow: number }> = []
     let lastVerified = 0
     let lastRequests = 0
     let lastThrottles = 0
     let floorViolations = 0
     const steps = Math.ceil(scenario.duration / sampleMillis)
-    // The oracle is an ideal pipeline: a fluid queue fed by the inflow (and the
-    // initial backlog) and served at the store's capacity of the current phase.
-    // Bytes it cannot serve in a degraded phase carry over and are served later,
-    // so a pipeline gets no credit beyond what an ideal one could have done. With
-    // no backlog and no carry-over it is min(inflow, capacity) per phase.
+    // The oracle is an ideal pipeline (see `Oracle`): a fluid queue fed by the
+    // inflow (and the initial backlog) and served at the best capacity the store
+    // and the memory budget allow in the current phase. Bytes it cannot serve in
+    // a degraded phase carry over and are served later, so a pipeline gets no
+    // credit beyond what an ideal one could have done.
     let oracleQueue = scenario.source.backlogRecords * scenario.source.recordBytes
     for (let step = 1; step <= steps; step++) {
-      oracleQueue += (log.inflowBytesPerSecond(0) * sampleMillis) / 1000
-      const servable = (Store.capacityBytesPerSecond(store.params(), batch.bytes, batch.records) * sampleMillis) / 1000
+      const inflow = log.inflowBytesPerSecond((step - 1) * sampleMillis)
+      oracleQueue += (inflow * sampleMillis) / 1000
+      const servable = (Oracle.capacity(store.params(), world, oracleQueue, inflow) * sampleMillis) / 1000
       const served = Math.min(oracleQueue, servable)
       oracleQueue -= served
       const oracle = (served * 1000) / sampleMillis
       const paramsAtStart = store.params()
+      rowWorld.push({ params: paramsAtStart, inflow })
       yield* TestClock.adjust(sampleMillis)
       if (failures.length > 0) break
       const t = step * sampleMillis
@@ -236,7 +254,7 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
         concurrency += knobs.concurrency
         inflightBatches += stats.uploading
         inflightBytes += stats.inflightBytes
-        verified += stats.bytesVerified
+        verified += (meters[i] as HeldBytes.HeldBytesMeter).verified()
         if (stats.readGate === "paused") paused++
         lag += (consumers[i] as SimSource.SimConsumer).lagAt(t)
         if (knobs.concurrency < floors.concurrency || knobs.batchTarget.bytes < floors.batchBytes) violated = true
@@ -265,7 +283,9 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
         batchTargetBytes: (handles[0] as Pipeline.PipelineHandle).knobs.current().batchTarget.bytes,
         readGatePaused: paused,
         lagRecords: lag,
-        probing: probing.filter((set) => set.size > 0).length
+        probing: probing.filter((set) => set.size > 0).length,
+        lagSeconds: Math.round(Math.max(0, ...consumers.map((c) => c.uncommittedAgeAt(t)))) / 1000,
+        heldBytes: Math.max(0, ...meters.map((m) => m.held()))
       })
       lastVerified = verified
       lastRequests = store.counters.requests
@@ -274,25 +294,19 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
     yield* Fiber.interrupt(applier)
 
     const now = yield* Clock.currentTimeMillis
-    const perInstance = handles.map((h) => h.stats().bytesVerified)
+    const perInstance = meters.map((m) => m.verified())
     let bytesVerified = 0
     for (const b of perInstance) bytesVerified += b
     let committedNotVerified = 0
+    for (const guard of guards) committedNotVerified += guard.committedNotVerified()
     let lostRecords = 0
     let foundLost = 0
     for (const consumer of consumers) {
       lostRecords += consumer.lostAt(now)
       foundLost += consumer.lostFound()
-      for (const [partition, nextOffset] of consumer.committed) {
-        const covered: Array<readonly [number, number]> = [
-          ...(store.verified.get(`${consumer.name}/${partition}`) ?? [])
-        ]
-        const start = consumer.startPositions.get(partition) ?? 0
-        if (start > 0) covered.push([0, start - 1])
-        for (const [p, expected, logStart] of consumer.gaps) if (p === partition) covered.push([expected, logStart - 1])
-        committedNotVerified += Summaries.uncovered(nextOffset, covered)
-      }
     }
+    const boundaries = events.map((e) => e.at).filter((at) => at > 0 && at < scenario.duration)
+    const phaseSummaries = Summaries.phases(rows, rowWorld, [0, ...boundaries, scenario.duration], world)
     const probe = Summaries.probeCost(rows, sampleMillis)
     const requests = store.requests.length
     const throttled = store.counters.throttled + store.counters.rateLimited
@@ -306,16 +320,22 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
       latencyInflation: round3(Summaries.latencyInflation(rows)) ?? 1,
       throttleRate: requests === 0 ? 0 : round3(throttled / requests) ?? 0,
       floorViolations,
-      recoverySeconds: Summaries.recoverySeconds(rows, sampleMillis, Summaries.lastRevert(phases, batch.bytes, batch.records)),
+      recoverySeconds: Summaries.recoverySeconds(rows, sampleMillis, Summaries.lastRevert(phases, world)),
       maxInflightBytes: Math.max(0, ...handles.map((h) => h.stats().maxInflightBytes)),
       lostRecords,
-      undetectedLostRecords: Math.max(0, foundLost - handles.reduce((sum, h) => sum + h.stats().retentionGapRecords, 0)),
+      undetectedLostRecords: foundLost - handles.reduce((sum, h) => sum + h.stats().retentionGapRecords, 0),
       committedNotVerified,
       fairness: round3(Summaries.jain(perInstance)) ?? 1,
       probeSeconds: probe.probeSeconds,
       probeCost: round3(probe.probeCost) ?? 0,
       bytesVerified,
       requests,
+      maxLagSeconds: round3(Math.max(0, ...rows.map((r) => r.lagSeconds))) ?? 0,
+      meanLagSeconds: round3(rows.length === 0 ? 0 : rows.reduce((sum, r) => sum + r.lagSeconds, 0) / rows.length) ?? 0,
+      phases: phaseSummaries,
+      worstPhaseGoodput: Summaries.worstPhaseGoodput(phaseSummaries),
+      heldBytesMax: Math.max(0, ...meters.map((m) => m.max())),
+      largestChunkBytes: Math.max(0, ...meters.map((m) => m.largestChunk())),
       failure: failures[0] ?? null,
       wallMillis: Math.round(performance.now() - wallStart)
     }

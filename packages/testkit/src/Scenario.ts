@@ -128,7 +128,8 @@ export const Bound = Schema.Struct({
 export type Bound = typeof Bound.Type
 
 /**
- * The summary metrics a scenario may bound (see `Summary`).
+ * The summary metrics a scenario may bound: every numeric field of `Summary`
+ * (see there for their definitions).
  *
  * @since 0.1.0
  */
@@ -144,7 +145,18 @@ export const metricNames = [
   "committedNotVerified",
   "fairness",
   "probeSeconds",
-  "probeCost"
+  "probeCost",
+  "maxLagSeconds",
+  "meanLagSeconds",
+  "worstPhaseGoodput",
+  "heldBytesMax",
+  "largestChunkBytes",
+  "bytesVerified",
+  "requests",
+  "durationSeconds",
+  "instances",
+  "seed",
+  "wallMillis"
 ] as const
 
 /**
@@ -152,23 +164,20 @@ export const metricNames = [
  */
 export type MetricName = (typeof metricNames)[number]
 
+const optionalBounds = <const Names extends ReadonlyArray<string>>(
+  names: Names
+): { readonly [K in Names[number]]: Schema.optionalKey<typeof Bound> } =>
+  Object.fromEntries(names.map((name) => [name, Schema.optionalKey(Bound)])) as {
+    readonly [K in Names[number]]: Schema.optionalKey<typeof Bound>
+  }
+
 /**
- * Expected bounds: `{ "goodputRatio": { "min": 0.9 } }`.
+ * Expected bounds: `{ "goodputRatio": { "min": 0.9 }, "maxLagSeconds": { "max": 15 } }`.
+ * Any name of {@link metricNames}; unknown names are rejected.
  *
  * @since 0.1.0
  */
-export const Expect = Schema.Struct({
-  goodputRatio: Schema.optionalKey(Bound),
-  latencyInflation: Schema.optionalKey(Bound),
-  throttleRate: Schema.optionalKey(Bound),
-  floorViolations: Schema.optionalKey(Bound),
-  recoverySeconds: Schema.optionalKey(Bound),
-  maxInflightBytes: Schema.optionalKey(Bound),
-  lostRecords: Schema.optionalKey(Bound),
-  undetectedLostRecords: Schema.optionalKey(Bound),
-  committedNotVerified: Schema.optionalKey(Bound),
-  fairness: Schema.optionalKey(Bound)
-})
+export const Expect = Schema.Struct(optionalBounds(metricNames))
 
 /**
  * A scenario file.

@@ -78,6 +78,11 @@ export interface SimLog {
   readonly endOffset: (now: number) => number
   /** Log start offset (oldest retained record) of any partition at `now`. */
   readonly startOffset: (now: number) => number
+  /**
+   * When the record at `offset` of any partition was produced (ms; negative for
+   * the initial backlog, `Infinity` if the production rate stays 0 before it).
+   */
+  readonly producedAt: (offset: number) => number
   /** Changes the production rate from `now` on (records/s over all partitions). */
   readonly setRate: (now: number, recordsPerSecond: number) => void
   /** Inflow in payload bytes per second at `now`. */
@@ -109,6 +114,11 @@ export interface SimConsumer extends Source.Source {
   readonly lostAt: (now: number) => number
   /** Total lag at `now` (records behind the log end). */
   readonly lagAt: (now: number) => number
+  /**
+   * Freshness at `now`: the age (ms) of the oldest record of these partitions
+   * that is still in the log and not yet committed; 0 when all are committed.
+   */
+  readonly uncommittedAgeAt: (now: number) => number
   readonly isPaused: () => boolean
 }
 
@@ -158,12 +168,27 @@ export const make = (params: SourceParams): SimLog => {
   const startOffset = (now: number) =>
     params.retentionMillis === null ? 0 : Math.min(endOffset(now), Math.floor(endReal(now - params.retentionMillis)))
 
+  // Record `offset` exists once the real-valued log end reaches offset + 1.
+  const producedAt = (offset: number): number => {
+    const target = offset + 1
+    const first = segments[0] as Segment
+    if (target <= first.end) return first.rate > 0 ? (target - first.end) / first.rate : 0
+    for (let i = segments.length - 1; i >= 0; i--) {
+      const s = segments[i] as Segment
+      if (s.end > target) continue
+      if (s.end === target) return s.at
+      return s.rate > 0 ? s.at + (target - s.end) / s.rate : Infinity
+    }
+    return Infinity
+  }
+
   const consumers: Array<SimConsumer> = []
 
   const log: SimLog = {
     params,
     endOffset,
     startOffset,
+    producedAt,
     setRate: (now, recordsPerSecond) => {
       segments.push({ at: now, end: endReal(now), rate: recordsPerSecond / partitions / 1000 })
       rateNow = recordsPerSecond
@@ -278,6 +303,16 @@ const makeConsumer = (log: SimLog, partitions: ReadonlyArray<number>): SimConsum
       let total = 0
       for (const p of partitions) total += Math.max(0, end - (positions.get(p) ?? log.startOffset(now)))
       return total
+    },
+    uncommittedAgeAt: (now) => {
+      const end = log.endOffset(now)
+      const logStart = log.startOffset(now)
+      let oldest = Infinity
+      for (const p of partitions) {
+        const first = Math.max(committed.get(p) ?? startPositions.get(p) ?? logStart, logStart)
+        if (first < end) oldest = Math.min(oldest, log.producedAt(first))
+      }
+      return oldest === Infinity ? 0 : Math.max(0, now - oldest)
     },
     isPaused: () => paused
   }

@@ -127,30 +127,6 @@ export const serviceMillis = (params: StoreParams, bytes: number, inflight: numb
   unloadedMillis(params, bytes) * Math.max(1, inflight / params.knee) * (1 + params.jitter * exp1)
 
 /**
- * Unloaded time to store one batch of `payloadBytes` made of `records` records:
- * object upload + manifest upload + verify.
- *
- * @since 0.1.0
- */
-export const batchServiceMillis = (params: StoreParams, payloadBytes: number, records: number): number =>
-  unloadedMillis(params, payloadBytes + 4 * records) + unloadedMillis(params, MANIFEST_BYTES) + unloadedMillis(params, 0)
-
-/**
- * The oracle: payload bytes per second the store can take for batches of
- * `payloadBytes` / `records`, at in-flight = knee (or `throttleAbove` when that is
- * lower), and at most `rateLimit × payloadBytes`. The store's throughput uses its
- * mean service time, jitter included (E[1 + jitter·Exp(1)] = 1 + jitter): no
- * pipeline can beat the store's own average.
- *
- * @since 0.1.0
- */
-export const capacityBytesPerSecond = (params: StoreParams, payloadBytes: number, records: number): number => {
-  const slots = params.throttleAbove === null ? params.knee : Math.max(1, Math.min(params.knee, params.throttleAbove))
-  const byLatency = (slots * payloadBytes * 1000) / (batchServiceMillis(params, payloadBytes, records) * (1 + params.jitter))
-  return params.rateLimit === null ? byLatency : Math.min(byLatency, params.rateLimit * payloadBytes)
-}
-
-/**
  * Counters of a store since it was made.
  *
  * @since 0.1.0

@@ -4,23 +4,27 @@
  *
  * | metric | definition |
  * |---|---|
- * | `goodputRatio` | payload bytes verified ÷ Σ over samples of min(inflow, oracle capacity) × sample period; the oracle is the store's throughput at in-flight = knee for the configured batch size (≤ `rateLimit` × batch bytes), recomputed whenever an event changes the world |
+ * | `goodputRatio` | payload bytes verified (counted at the store) ÷ bytes the oracle served: an ideal pipeline, a fluid queue fed by the inflow and served at the best capacity any object size and in-flight allow (see `Oracle`); an upper bound, so above ~1 is a bug in the oracle |
+ * | `phases` | one entry per window between consecutive events: `{ from, to, degraded, oracleKeepsUp, goodputRatio, maxLagSeconds }` |
+ * | `worstPhaseGoodput` | lowest phase `goodputRatio` over degraded phases where the oracle keeps up with the inflow; `null` if none |
+ * | `maxLagSeconds`, `meanLagSeconds` | freshness: age of the oldest record not yet committed (read or not), its maximum and time-weighted mean, from the simulated log's production times |
+ * | `heldBytesMax` | highest payload bytes one instance held, counted outside the pipeline (source deliveries − store verifications, at every delivery); must be ≤ memory budget + `largestChunkBytes` |
  * | `latencyInflation` | time-weighted mean over samples of (object-upload p95 ÷ unloaded latency for the sample's mean object size); a sample without completions holds the previous value |
  * | `throttleRate` | throttled requests (503 SlowDown + 429) ÷ all requests, at the store |
  * | `floorViolations` | samples where some instance's concurrency or batch target bytes was below the declared floor |
  * | `recoverySeconds` | after the last event that ends a degradation (store worse than at start), seconds until goodput over a 1-second window is ≥ 90 % of the oracle over that window; `null` if it never is, or nothing was degraded |
  * | `maxInflightBytes` | highest bytes held by one instance (open + sealed + uploading) |
  * | `lostRecords` | records deleted by retention before being read (found or not yet found) |
- * | `undetectedLostRecords` | records lost before the run's last read that no `RetentionGap` reported to the pipeline (must be 0) |
- * | `committedNotVerified` | committed records not covered by a verified object or a reported retention gap (must be 0) |
+ * | `undetectedLostRecords` | records the source lost to retention and found, minus those the pipeline reported lost: must be exactly 0 (positive: a gap went unreported; negative: over-counted) |
+ * | `committedNotVerified` | records committed while neither verified in the store nor reported lost, checked at every commit by `CommitGuard` and summed (must be 0) |
  * | `fairness` | Jain's index over instances' verified bytes: (Σx)² ÷ (n·Σx²); 1 for one instance |
  * | `wallMillis` | wall time of the run |
  *
  * @since 0.1.0
  */
 import type { Bound, MetricName } from "./Scenario.ts"
+import * as Oracle from "./Oracle.ts"
 import type { StoreParams } from "./Store.ts"
-import * as Store from "./Store.ts"
 import type { TraceRow } from "./Trace.ts"
 
 /**
@@ -54,9 +58,47 @@ export interface Summary {
   readonly probeCost: number
   readonly bytesVerified: number
   readonly requests: number
+  /** Highest age (s) of the oldest record not yet committed (see `TraceRow.lagSeconds`). */
+  readonly maxLagSeconds: number
+  /** Time-weighted mean of that age over the run (s). */
+  readonly meanLagSeconds: number
+  /** One entry per window between consecutive events (store or source changes). */
+  readonly phases: ReadonlyArray<PhaseSummary>
+  /**
+   * The lowest `goodputRatio` over degraded phases in which the oracle keeps up
+   * with the inflow; `null` when there is no such phase.
+   */
+  readonly worstPhaseGoodput: number | null
+  /**
+   * Highest bytes held by one instance, counted outside the pipeline (source
+   * deliveries minus store verifications, exactly at every change); must stay
+   * ≤ the memory budget + the largest chunk.
+   */
+  readonly heldBytesMax: number
+  /** The largest chunk (payload bytes) the source delivered: the slack `heldBytesMax` is allowed. */
+  readonly largestChunkBytes: number
   /** A pipeline failure (e.g. `BatchFailed`), if one stopped an instance. */
   readonly failure: string | null
   readonly wallMillis: number
+}
+
+/**
+ * One window of a run between consecutive events.
+ *
+ * @since 0.2.0
+ */
+export interface PhaseSummary {
+  /** Start and end of the window, virtual seconds. */
+  readonly from: number
+  readonly to: number
+  /** The store is worse than at the start (lower capacity, errors, throttling, rate limit). */
+  readonly degraded: boolean
+  /** The oracle's capacity in this window is at least the inflow (it never falls behind). */
+  readonly oracleKeepsUp: boolean
+  /** Payload bytes verified in the window ÷ bytes the oracle served in it. */
+  readonly goodputRatio: number
+  /** Highest freshness lag in the window (s). */
+  readonly maxLagSeconds: number
 }
 
 /**
@@ -70,13 +112,13 @@ export interface Phase {
 }
 
 /**
- * Whether `params` are worse than `base` for an uploader (lower capacity, more
- * errors or throttling).
+ * Whether `params` are worse than `base` for an uploader (lower oracle capacity,
+ * more errors or throttling, a lower rate limit).
  *
  * @since 0.1.0
  */
-export const isDegraded = (params: StoreParams, base: StoreParams, batchBytes: number, batchRecords: number): boolean =>
-  Store.capacityBytesPerSecond(params, batchBytes, batchRecords) < Store.capacityBytesPerSecond(base, batchBytes, batchRecords) * 0.999 ||
+export const isDegraded = (params: StoreParams, base: StoreParams, world: Oracle.OracleWorld): boolean =>
+  Oracle.capacity(params, world, Infinity, 0) < Oracle.capacity(base, world, Infinity, 0) * 0.999 ||
   params.errorRate > base.errorRate ||
   (params.throttleAbove ?? Infinity) < (base.throttleAbove ?? Infinity) ||
   (params.throttleAbove !== null && params.throttleProbability > base.throttleProbability) ||
@@ -87,7 +129,7 @@ export const isDegraded = (params: StoreParams, base: StoreParams, batchBytes: n
  *
  * @since 0.1.0
  */
-export const lastRevert = (phases: ReadonlyArray<Phase>, batchBytes: number, batchRecords: number): number | null => {
+export const lastRevert = (phases: ReadonlyArray<Phase>, world: Oracle.OracleWorld): number | null => {
   const base = phases[0]
   if (base === undefined) return null
   let revert: number | null = null
@@ -95,11 +137,70 @@ export const lastRevert = (phases: ReadonlyArray<Phase>, batchBytes: number, bat
     const before = phases[i - 1] as Phase
     const now = phases[i] as Phase
     if (
-      isDegraded(before.params, base.params, batchBytes, batchRecords) &&
-      !isDegraded(now.params, base.params, batchBytes, batchRecords)
+      isDegraded(before.params, base.params, world) &&
+      !isDegraded(now.params, base.params, world)
     ) revert = now.at
   }
   return revert
+}
+
+/**
+ * Per-phase figures: one {@link PhaseSummary} per window between consecutive
+ * `boundaries` (ms, starting at 0 and ending at the run's duration). `world[i]`
+ * is the store and inflow in force during `rows[i]`; a window's degradation and
+ * whether the oracle keeps up are judged from its first row.
+ *
+ * @since 0.2.0
+ */
+export const phases = (
+  rows: ReadonlyArray<TraceRow>,
+  world: ReadonlyArray<{ readonly params: StoreParams; readonly inflow: number }>,
+  boundaries: ReadonlyArray<number>,
+  oracleWorld: Oracle.OracleWorld
+): Array<PhaseSummary> => {
+  const base = world[0]?.params
+  const out: Array<PhaseSummary> = []
+  const edges = [...new Set(boundaries)].sort((a, b) => a - b)
+  for (let k = 0; k + 1 < edges.length; k++) {
+    const from = edges[k] as number
+    const to = edges[k + 1] as number
+    let good = 0
+    let oracle = 0
+    let maxLag = 0
+    let first: { readonly params: StoreParams; readonly inflow: number } | undefined
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i] as TraceRow
+      if (row.t <= from || row.t > to) continue
+      first ??= world[i]
+      good += row.goodputBytesPerSecond
+      oracle += row.oracleBytesPerSecond
+      if (row.lagSeconds > maxLag) maxLag = row.lagSeconds
+    }
+    if (first === undefined || base === undefined) continue
+    out.push({
+      from: from / 1000,
+      to: to / 1000,
+      degraded: isDegraded(first.params, base, oracleWorld),
+      oracleKeepsUp: Oracle.capacity(first.params, oracleWorld, Infinity, first.inflow) >= first.inflow,
+      goodputRatio: round(oracle === 0 ? 1 : good / oracle),
+      maxLagSeconds: round(maxLag)
+    })
+  }
+  return out
+}
+
+/**
+ * The lowest `goodputRatio` over degraded phases where the oracle keeps up with
+ * the inflow; `null` when there is none.
+ *
+ * @since 0.2.0
+ */
+export const worstPhaseGoodput = (phases: ReadonlyArray<PhaseSummary>): number | null => {
+  let worst: number | null = null
+  for (const p of phases) {
+    if (p.degraded && p.oracleKeepsUp && (worst === null || p.goodputRatio < worst)) worst = p.goodputRatio
+  }
+  return worst
 }
 
 /**
@@ -201,24 +302,6 @@ export const goodputRatio = (rows: ReadonlyArray<TraceRow>, sampleMillis: number
   let oracleBytes = 0
   for (const row of rows) oracleBytes += (row.oracleBytesPerSecond * sampleMillis) / 1000
   return oracleBytes === 0 ? 1 : bytesVerified / oracleBytes
-}
-
-/**
- * Counts records in `[0, end)` not covered by any `[first, last]` interval.
- *
- * @since 0.1.0
- */
-export const uncovered = (end: number, intervals: ReadonlyArray<readonly [number, number]>): number => {
-  const sorted = [...intervals].sort((a, b) => a[0] - b[0])
-  let covered = 0
-  let missing = 0
-  for (const [first, last] of sorted) {
-    if (covered >= end) break
-    if (first > covered) missing += Math.min(first, end) - covered
-    covered = Math.max(covered, last + 1)
-  }
-  if (covered < end) missing += end - covered
-  return missing
 }
 
 /**

@@ -34,6 +34,19 @@ export interface TraceRow {
   readonly lagRecords: number
   /** Instances with a policy in mode `probing` at the end of the window. */
   readonly probing: number
+  /**
+   * Freshness: the age (seconds) at the end of the window of the oldest record
+   * not yet committed (read or not), over every instance and partition; 0 when
+   * everything produced is committed. From the simulated log's production
+   * times, not from the pipeline.
+   */
+  readonly lagSeconds: number
+  /**
+   * Bytes held by the most loaded instance at the end of the window, counted
+   * outside the pipeline: payload bytes the source handed it minus payload bytes
+   * the store verified for it.
+   */
+  readonly heldBytes: number
 }
 
 /**
@@ -68,7 +81,9 @@ export const columns: ReadonlyArray<keyof TraceRow> = [
   "batchTargetBytes",
   "readGatePaused",
   "lagRecords",
-  "probing"
+  "probing",
+  "lagSeconds",
+  "heldBytes"
 ]
 
 const cell = (v: number | null): string =>

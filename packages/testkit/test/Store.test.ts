@@ -102,16 +102,4 @@ describe("Store", () => {
       expect(yield* Fiber.join(missing)).toMatchObject({ _tag: "VerificationFailed", reason: "Missing" })
       expect(store.verified.get("s/0")).toEqual([[0, 999]])
     }))
-
-  it("computes the oracle capacity at the knee", () => {
-    const p: Store.StoreParams = { ...Store.defaultParams, baseLatencyMillis: 10, bandwidthBytesPerSecond: 1e6, knee: 4 }
-    // batch of 1000 records of 96 B: put 110 ms (+ framing), manifest 10.512, verify 10
-    const service = Store.batchServiceMillis(p, 96_000, 1000)
-    expect(service).toBeCloseTo(110 + 10.512 + 10, 6)
-    expect(Store.capacityBytesPerSecond(p, 96_000, 1000)).toBeCloseTo((4 * 96_000 * 1000) / (service * (1 + p.jitter)), 6)
-    // The mean jitter factor counts: a jittery store has less capacity.
-    const jittery = { ...p, jitter: 0.25 }
-    expect(Store.capacityBytesPerSecond(jittery, 96_000, 1000)).toBeCloseTo((4 * 96_000 * 1000) / (service * 1.25), 6)
-    expect(Store.capacityBytesPerSecond({ ...p, rateLimit: 1 }, 96_000, 1000)).toBe(96_000)
-  })
 })

@@ -1,0 +1,102 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import { Batch } from "@sluice/core"
+import * as Oracle from "../src/Oracle.ts"
+import * as Store from "../src/Store.ts"
+
+const world: Oracle.OracleWorld = { recordBytes: 1000, budgetBytes: 256 * 1024 * 1024, partitions: 8, maxAgeMillis: 5_000 }
+
+/**
+ * Drives the simulated store directly, as the best possible pipeline would:
+ * `c` workers, each uploading objects of `bytes` then a manifest then a verify,
+ * retrying a failed request at once, for `millis` of virtual time. Returns the
+ * payload bytes per second the store verified (the store's ground truth).
+ */
+const flood = (params: Store.StoreParams, c: number, bytes: number, millis: number) =>
+  Effect.gen(function*() {
+    const store = Store.make(params, 5)
+    const sink = store.sink(0)
+    const payload = new Uint8Array(world.recordBytes)
+    const payloads = Array.from({ length: Math.max(1, Math.round(bytes / world.recordBytes)) }, () => payload)
+    let verified = 0
+    const retry = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A> =>
+      Effect.catch(effect, () => Effect.suspend(() => retry(effect)))
+    const worker = (w: number) =>
+      Effect.gen(function*() {
+        for (let i = 0; ; i++) {
+          const batch = Batch.make({ source: "s", partition: w, firstOffset: i * payloads.length, payloads })
+          const receipt = yield* retry(sink.putObject(batch))
+          yield* retry(sink.putManifest(Batch.manifestOf(batch, receipt.checksum)))
+          yield* retry(sink.verify(receipt))
+          verified += batch.bytes
+        }
+      })
+    const fibers = yield* Effect.forEach(Array.from({ length: c }, (_, w) => w), (w) => Effect.forkChild(worker(w)))
+    yield* TestClock.adjust(millis)
+    yield* Effect.forEach(fibers, Fiber.interrupt)
+    return (verified * 1000) / millis
+  })
+
+describe("Oracle", () => {
+  it("costs a batch as object upload + manifest + verify at the mean service time", () => {
+    const p: Store.StoreParams = { ...Store.defaultParams, baseLatencyMillis: 10, bandwidthBytesPerSecond: 1e6, knee: 4, jitter: 0 }
+    // 1000 records of 96 B: put 110 ms (+ 4 B framing each), manifest 10.512, verify 10
+    expect(Oracle.batchMillis(p, 96_000, 1000, 0)).toBeCloseTo(110 + 10.512 + 10, 6)
+    // The mean jitter factor counts: a jittery store has less capacity.
+    expect(Oracle.batchMillis({ ...p, jitter: 0.25 }, 96_000, 1000, 0)).toBeCloseTo((110 + 10.512 + 10) * 1.25, 6)
+    // A failure probability f adds f / (1 - f) base-latency retries per request.
+    expect(Oracle.batchMillis(p, 96_000, 1000, 0.5)).toBeCloseTo(110 + 10.512 + 10 + 3 * 10, 6)
+  })
+
+  it("picks the largest object the budget, maxAge and queue allow", () => {
+    // 1 MB/s over 8 partitions for 5 s: 625 kB objects; a queue fills larger ones.
+    expect(Oracle.largestObjectBytes(world, 4, 0, 1e6)).toBeCloseTo(625_000, 6)
+    expect(Oracle.largestObjectBytes(world, 4, 40e6, 1e6)).toBeCloseTo(10e6, 6)
+    // The memory budget caps the queue's objects: c · s ≤ budget.
+    expect(Oracle.largestObjectBytes(world, 32, Infinity, 1e6)).toBeCloseTo(world.budgetBytes / 32, 6)
+  })
+
+  it("grows with the queue (larger objects), and a rate limit caps objects per second", () => {
+    const p = { ...Store.defaultParams, knee: 8, jitter: 0 }
+    expect(Oracle.capacity(p, world, 1e9, 1e6)).toBeGreaterThan(Oracle.capacity(p, world, 0, 1e6))
+    const limited = { ...p, rateLimit: 2 }
+    const s = Oracle.largestObjectBytes(world, 1, Infinity, 0)
+    expect(Oracle.capacity(limited, world, Infinity, 0)).toBeLessThanOrEqual(2 * s)
+  })
+
+  it("counts concurrency above throttleAbove only when throttles leave it worth having", () => {
+    const p = { ...Store.defaultParams, knee: 16, throttleAbove: 4, jitter: 0 }
+    const always = Oracle.capacity({ ...p, throttleProbability: 1 }, world, Infinity, 0)
+    const never = Oracle.capacity({ ...p, throttleAbove: null }, world, Infinity, 0)
+    const half = Oracle.capacity({ ...p, throttleProbability: 0.5 }, world, Infinity, 0)
+    expect(always).toBeLessThan(half)
+    expect(half).toBeLessThan(never)
+  })
+
+  // The bound must hold against the store model itself, for any concurrency and
+  // object size a pipeline could pick: flood the store and compare.
+  const cases: ReadonlyArray<readonly [string, Store.StoreParams]> = [
+    ["plain", { ...Store.defaultParams, knee: 8 }],
+    ["slow", { ...Store.defaultParams, knee: 8, baseLatencyMillis: 80, jitter: 0.3 }],
+    ["throttles above 4 (p = 0.5)", { ...Store.defaultParams, knee: 12, throttleAbove: 4, throttleProbability: 0.5 }],
+    ["errors 10 %", { ...Store.defaultParams, knee: 8, errorRate: 0.1 }],
+    ["rate limited", { ...Store.defaultParams, knee: 8, rateLimit: 20 }]
+  ]
+  for (const [name, params] of cases) {
+    it.effect(`no concurrency or object size beats it: ${name}`, () =>
+      Effect.gen(function*() {
+        const bound = Oracle.capacity(params, world, Infinity, 0)
+        let best = 0
+        for (const c of [1, 4, 8, 12, 16]) {
+          for (const bytes of [100_000, 4_000_000, Math.floor(world.budgetBytes / c)]) {
+            if (c * bytes > world.budgetBytes) continue
+            best = Math.max(best, yield* flood(params, c, bytes, 20_000))
+          }
+        }
+        expect(best).toBeLessThanOrEqual(bound * 1.02)
+        // …and it is not a loose bound: the best flood reaches most of it.
+        expect(best).toBeGreaterThan(bound * 0.8)
+      }), 120_000)
+  }
+})
