@@ -22,7 +22,7 @@ import * as Plot from "./Plot.ts"
 import * as PolicySpec from "./PolicySpec.ts"
 import * as Runner from "./Runner.ts"
 import * as Scenario from "./Scenario.ts"
-import type { BoundFailure, Summary } from "./Summary.ts"
+import type { BoundFailure, PhaseSummary, Summary } from "./Summary.ts"
 import * as Summaries from "./Summary.ts"
 import * as Trace from "./Trace.ts"
 
@@ -151,14 +151,41 @@ const runOne = (scenario: Scenario.Scenario, spec: string) =>
 
 const fmt = (x: number | null, digits = 3): string => (x === null ? "-" : String(Math.round(x * 10 ** digits) / 10 ** digits))
 
+const mib = (bytes: number): string => fmt(bytes / 1048576, 1)
+
+/**
+ * Renders rows under a header as a Markdown table (columns padded to line up).
+ */
+const markdownTable = (header: ReadonlyArray<string>, body: ReadonlyArray<ReadonlyArray<string>>): Array<string> => {
+  const rows = [header, ...body]
+  const widths = header.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)))
+  const line = (r: ReadonlyArray<string>) => `| ${header.map((_, i) => (r[i] ?? "").padEnd(widths[i] ?? 0)).join(" | ")} |`
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...body.map(line)]
+}
+
+const phaseHeader = ["from s", "to s", "degraded", "oracle keeps up", "goodput", "max lag s"]
+
+const phaseRow = (p: PhaseSummary): Array<string> => [
+  fmt(p.from, 1),
+  fmt(p.to, 1),
+  p.degraded ? "yes" : "no",
+  p.oracleKeepsUp ? "yes" : "no",
+  fmt(p.goodputRatio),
+  fmt(p.maxLagSeconds, 1)
+]
+
 const summaryLines = (cell: Cell): Array<string> => {
   const s = cell.summary
   return [
     `${s.scenario} · ${s.policy} · seed ${s.seed} · ${s.durationSeconds} virtual s in ${s.wallMillis} ms`,
-    `  goodputRatio ${fmt(s.goodputRatio)}  latencyInflation ${fmt(s.latencyInflation)}  throttleRate ${fmt(s.throttleRate)}`,
-    `  floorViolations ${s.floorViolations}  recoverySeconds ${fmt(s.recoverySeconds, 1)}  maxInflightBytes ${s.maxInflightBytes}`,
+    `  goodputRatio ${fmt(s.goodputRatio)}  worstPhaseGoodput ${fmt(s.worstPhaseGoodput)}  latencyInflation ${fmt(s.latencyInflation)}  throttleRate ${fmt(s.throttleRate)}`,
+    `  floorViolations ${s.floorViolations}  recoverySeconds ${fmt(s.recoverySeconds, 1)}  maxLagSeconds ${fmt(s.maxLagSeconds, 1)}  meanLagSeconds ${fmt(s.meanLagSeconds, 2)}`,
+    `  maxInflightBytes ${s.maxInflightBytes} (${mib(s.maxInflightBytes)} MiB)  heldBytesMax ${s.heldBytesMax} (${mib(s.heldBytesMax)} MiB)  largestChunkBytes ${s.largestChunkBytes}`,
     `  lostRecords ${s.lostRecords} (undetected ${s.undetectedLostRecords})  committedNotVerified ${s.committedNotVerified}  fairness ${fmt(s.fairness)}`,
     `  probeSeconds ${fmt(s.probeSeconds, 1)}  probeCost ${fmt(s.probeCost)}`,
+    ...(s.phases.length === 0
+      ? []
+      : ["  phases (windows between events):", ...markdownTable(phaseHeader, s.phases.map(phaseRow)).map((l) => `    ${l}`)]),
     ...(s.failure !== null ? [`  pipeline failed: ${s.failure}`] : []),
     ...(cell.failures.length === 0 ? ["  expect: ok"] : cell.failures.map((f) => `  expect FAILED: ${Summaries.describeFailure(f)}`))
   ]
@@ -166,19 +193,48 @@ const summaryLines = (cell: Cell): Array<string> => {
 
 const jsonOf = (cell: Cell) => ({ ...cell.summary, pass: cell.failures.length === 0, failed: cell.failures.map(Summaries.describeFailure) })
 
-const header = ["scenario", "policy", "goodput", "latInfl", "throttle", "floorV", "recov s", "maxInfl MiB", "lost", "cnv", "fair", "probe s", "wall ms", "expect"]
+/**
+ * The matrix columns. Goodput is verified bytes ÷ the oracle's; "worst phase"
+ * is the lowest of it over degraded phases the oracle keeps up in; "lag" is the
+ * age of the oldest uncommitted record; "in flight" is what the pipeline counts
+ * (open + sealed + uploading), "held" what the simulator counts from outside.
+ */
+const matrixHeader = [
+  "scenario",
+  "policy",
+  "goodput",
+  "worst-phase goodput",
+  "latency inflation",
+  "throttle rate",
+  "floor violations",
+  "recovery s",
+  "max lag s",
+  "mean lag s",
+  "in-flight MiB",
+  "held MiB",
+  "lost records",
+  "committed unverified",
+  "fairness",
+  "probe s",
+  "wall ms",
+  "expect"
+]
 
-const tableRow = (cell: Cell): Array<string> => {
+const matrixRow = (cell: Cell): Array<string> => {
   const s = cell.summary
   return [
     s.scenario,
     s.policy,
     fmt(s.goodputRatio),
+    fmt(s.worstPhaseGoodput),
     fmt(s.latencyInflation, 2),
     fmt(s.throttleRate),
     String(s.floorViolations),
     fmt(s.recoverySeconds, 1),
-    fmt(s.maxInflightBytes / 1048576, 1),
+    fmt(s.maxLagSeconds, 1),
+    fmt(s.meanLagSeconds, 2),
+    mib(s.maxInflightBytes),
+    mib(s.heldBytesMax),
     String(s.lostRecords),
     String(s.committedNotVerified),
     fmt(s.fairness),
@@ -186,18 +242,6 @@ const tableRow = (cell: Cell): Array<string> => {
     String(s.wallMillis),
     cell.failures.length === 0 ? "ok" : `FAIL ${cell.failures.map((f) => f.metric).join(",")}`
   ]
-}
-
-/**
- * Renders cells as a Markdown table.
- *
- * @since 0.1.0
- */
-const table = (cells: ReadonlyArray<Cell>): string => {
-  const rows = [header, ...cells.map(tableRow)]
-  const widths = header.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)))
-  const line = (r: ReadonlyArray<string>) => `| ${r.map((c, i) => c.padEnd(widths[i] ?? 0)).join(" | ")} |`
-  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.slice(1).map(line)].join("\n")
 }
 
 const writeOut = (path: string, text: string) =>
@@ -233,7 +277,7 @@ const matrixCommand = (args: Args, print: (line: string) => void) =>
       const scenario = yield* Scenario.load(join(dir, file))
       for (const spec of specs) cells.push(yield* runOne(scenario, spec))
     }
-    print(table(cells))
+    print(markdownTable(matrixHeader, cells.map(matrixRow)).join("\n"))
     if (args.json) print(JSON.stringify(cells.map(jsonOf)))
     return cells.every((c) => c.failures.length === 0 && c.summary.failure === null) ? 0 : 1
   })

@@ -34,6 +34,19 @@ describe("sluice-sim", () => {
     expect(code).toBe(0)
     const summary = JSON.parse(out.at(-1) ?? "{}")
     expect(summary).toMatchObject({ scenario: "cli-small", policy: "fixed:4", pass: true, committedNotVerified: 0 })
+    // the freshness, phase and held-bytes fields are in the JSON and in the text
+    for (const key of ["maxLagSeconds", "meanLagSeconds", "worstPhaseGoodput", "heldBytesMax", "largestChunkBytes"]) {
+      expect(summary).toHaveProperty(key)
+    }
+    const phases = summary.phases as Array<{ from: number; to: number }>
+    expect(phases.map((p) => [p.from, p.to])).toEqual([[0, 5], [5, 10]])
+    const text = out.slice(0, -1).join("\n")
+    for (const label of ["worstPhaseGoodput", "maxLagSeconds", "meanLagSeconds", "heldBytesMax", "largestChunkBytes"]) {
+      expect(text).toContain(label)
+    }
+    const phaseLines = out.filter((l) => l.startsWith("    |"))
+    expect(phaseLines[0]).toMatch(/^ {4}\| from s \| to s \| degraded \| oracle keeps up \| goodput \| max lag s \|$/)
+    expect(phaseLines.slice(2).map((l) => l.split("|").slice(1, 3).map((c) => c.trim()))).toEqual([["0", "5"], ["5", "10"]])
     const csv = readFileSync(trace, "utf8").split("\n")
     expect(csv[0]).toBe(Trace.columns.join(","))
     expect(csv[0]?.startsWith("t,concurrency,inflightBatches,inflightBytes,goodputBytesPerSecond,")).toBe(true)
@@ -55,7 +68,34 @@ describe("sluice-sim", () => {
     expect(code).toBe(1)
     const rows = JSON.parse(out.at(-1) ?? "[]") as Array<{ scenario: string; policy: string }>
     expect(rows.map((r) => r.policy)).toEqual(["fixed:2", "fixed:8", "fixed:2", "fixed:8"])
-    expect(out[0]).toContain("| scenario")
+    const lines = (out[0] ?? "").split("\n")
+    const header = (lines[0] ?? "").split("|").slice(1, -1).map((c) => c.trim())
+    expect(header).toEqual([
+      "scenario",
+      "policy",
+      "goodput",
+      "worst-phase goodput",
+      "latency inflation",
+      "throttle rate",
+      "floor violations",
+      "recovery s",
+      "max lag s",
+      "mean lag s",
+      "in-flight MiB",
+      "held MiB",
+      "lost records",
+      "committed unverified",
+      "fairness",
+      "probe s",
+      "wall ms",
+      "expect"
+    ])
+    expect(lines[1]).toMatch(/^\|(-+\|)+$/)
+    // one Markdown row per cell, as many cells as the header, in the JSON's order
+    expect(lines).toHaveLength(2 + rows.length)
+    const body = lines.slice(2).map((l) => l.split("|").slice(1, -1).map((c) => c.trim()))
+    expect(body.map((r) => r.length)).toEqual(rows.map(() => header.length))
+    expect(body.map((r) => r[1])).toEqual(rows.map((r) => r.policy))
   })
 
   it("exit 2 with a clear message on bad usage, scenario or policy", async () => {
