@@ -9,12 +9,12 @@ import type { Knob } from "@sluice/core"
 import { Throttle } from "@sluice/policies"
 import { CommitGuard } from "@sluice/testkit"
 import { Effect, Layer, Stream } from "effect"
-import { beforeAll, describe, expect, it } from "vitest"
+import { beforeEach, describe, expect, it } from "vitest"
 import * as S3Sink from "../src/S3Sink.ts"
 import * as Env from "./support/Env.ts"
 import * as FaultProxy from "./support/FaultProxy.ts"
 
-beforeAll(Env.requireServer)
+beforeEach(Env.requireServer)
 
 describe("policy reaction to real throttles", () => {
   it("a SlowDown storm cuts concurrency, limits the rate and spaces retries; all records land once", async () => {

@@ -1,8 +1,8 @@
-import { GetObjectCommand, ListMultipartUploadsCommand, PutObjectCommand } from "@aws-sdk/client-s3"
+import { GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand, PutObjectCommand } from "@aws-sdk/client-s3"
 import { Batch, ObjectKey } from "@sluice/core"
 import { Effect, Schema } from "effect"
-import { beforeAll, describe, expect, it } from "vitest"
-import * as S3Config from "../src/S3Config.ts"
+import { beforeEach, describe, expect, it } from "vitest"
+import * as Checksums from "../src/Checksums.ts"
 import * as S3Errors from "../src/S3Errors.ts"
 import * as S3Sink from "../src/S3Sink.ts"
 import { batchOf, bigBatch } from "./support/Batches.ts"
@@ -11,36 +11,7 @@ import * as FaultProxy from "./support/FaultProxy.ts"
 
 const run = <A, E>(effect: Effect.Effect<A, E, import("effect").Scope.Scope>) => Effect.runPromise(Effect.scoped(effect))
 
-beforeAll(Env.requireServer)
-
-describe("S3Config", () => {
-  it("fills defaults", async () => {
-    const cfg = await Effect.runPromise(S3Config.decode({ bucket: "archive" }))
-    expect(cfg).toMatchObject({
-      region: "us-east-1",
-      checksumAlgorithm: "CRC64NVME",
-      multipartThreshold: 16 * 1024 * 1024,
-      partSize: 8 * 1024 * 1024,
-      partConcurrency: 4,
-      maxAttempts: 1,
-      fullReadVerify: false,
-      forcePathStyle: false
-    })
-  })
-  it.each([
-    [{ bucket: "archive", checksumAlgorithm: "MD5" }, "checksumAlgorithm"],
-    [{ bucket: "archive", partSize: "1 MiB" }, "partSize"],
-    [{ bucket: "archive", partConcurrency: 0 }, "partConcurrency"],
-    [{ bucket: "ab" }, "bucket"],
-    [{ bucket: "archive", endpoint: "localhost:9000" }, "endpoint"],
-    [{ bucket: "archive", credentials: { accessKeyId: "x" } }, "secretAccessKey"],
-    [{ bucket: "archive", retries: 3 }, "retries"]
-  ])("rejects %j naming the field", async (input, field) => {
-    const error = await Effect.runPromise(Effect.flip(S3Config.decode(input)))
-    expect(error._tag).toBe("ConfigError")
-    expect(error.message).toContain(field)
-  })
-})
+beforeEach(Env.requireServer)
 
 describe("S3Sink against the real server", () => {
   it.each(["CRC64NVME", "CRC32C", "SHA256"] as const)("put → manifest → verify round trip (%s)", async (checksumAlgorithm) => {
@@ -176,23 +147,95 @@ describe("S3Sink against the real server", () => {
     expect(await Env.listKeys(bucket)).toEqual([])
   })
 
-  it("verify catches an object that differs from the receipt; a missing one too", async () => {
-    const bucket = await Env.newBucket("mismatch")
-    const batch = batchOf({ count: 100, recordBytes: 100 })
-    const other = batchOf({ firstOffset: 5, count: 100, recordBytes: 100 })
+  it.each(["CRC64NVME", "CRC32C", "SHA256"] as const)(
+    "verify compares the store's checksum with ours: same size, same algorithm, other bytes → ChecksumMismatch (%s)",
+    async (checksumAlgorithm) => {
+      const bucket = await Env.newBucket("mismatch")
+      const batch = batchOf({ count: 100, recordBytes: 100 })
+      const body = Batch.encodeBody(batch)
+      // Same record count and sizes, other offsets: other bytes of exactly the same length.
+      const otherBody = Batch.encodeBody(batchOf({ firstOffset: 5, count: 100, recordBytes: 100 }))
+      expect(otherBody.byteLength).toBe(body.byteLength)
+      expect(Buffer.from(otherBody).equals(Buffer.from(body))).toBe(false)
+      const otherValue = await Checksums.objectChecksum(checksumAlgorithm, otherBody, undefined)
+      const c = Env.client()
+      try {
+        const out = await run(Effect.gen(function*() {
+          const sink = yield* S3Sink.make(Env.sinkConfig(bucket, { checksumAlgorithm }))
+          const receipt = yield* sink.putObject(batch)
+          // The untouched object verifies: the failure below is caused by the overwrite alone.
+          const before = yield* sink.verify(receipt)
+          // Someone replaces it with the other bytes and their own valid checksum of
+          // the same algorithm (the server checks it, so the store computed it too).
+          yield* Effect.promise(() =>
+            c.send(new PutObjectCommand({
+              Bucket: bucket,
+              Key: batch.key,
+              Body: otherBody,
+              ContentLength: otherBody.byteLength,
+              [`Checksum${checksumAlgorithm}`]: otherValue
+            }))
+          )
+          const head = yield* Effect.promise(() =>
+            c.send(new HeadObjectCommand({ Bucket: bucket, Key: batch.key, ChecksumMode: "ENABLED" }))
+          )
+          const mismatch = yield* Effect.flip(sink.verify(receipt))
+          return { receipt, before, head, mismatch }
+        }))
+        expect(out.before.checksum).toEqual(out.receipt.checksum)
+        // Size and algorithm match; only the store-computed value differs.
+        expect(out.head.ContentLength).toBe(out.receipt.objectBytes)
+        expect(out.head[`Checksum${checksumAlgorithm}`]).toBe(otherValue)
+        expect(otherValue).not.toBe(out.receipt.checksum.value)
+        expect(out.mismatch).toMatchObject({
+          _tag: "VerificationFailed",
+          key: batch.key,
+          reason: "ChecksumMismatch",
+          expected: `${checksumAlgorithm}:${out.receipt.checksum.value}`,
+          actual: `${checksumAlgorithm}:${otherValue}`
+        })
+      } finally {
+        c.destroy()
+      }
+    }
+  )
+
+  it("verify does not compare ETags: the same bytes re-uploaded as multipart (new ETag) still verify", async () => {
+    const bucket = await Env.newBucket("etag")
+    const batch = bigBatch(11)
     const c = Env.client()
-    const errors = await run(Effect.gen(function*() {
+    try {
+      const out = await run(Effect.gen(function*() {
+        // First a single PUT (threshold above the body), then the same bytes as a
+        // FULL_OBJECT multipart upload: another ETag ("…-3"), the same CRC64NVME.
+        const single = yield* S3Sink.make(Env.sinkConfig(bucket, { multipartThreshold: "64 MiB" }))
+        const multi = yield* S3Sink.make(Env.sinkConfig(bucket, { multipartThreshold: "5 MiB", partSize: "5 MiB" }))
+        const receipt = yield* single.putObject(batch)
+        const head = () => c.send(new HeadObjectCommand({ Bucket: bucket, Key: batch.key, ChecksumMode: "ENABLED" }))
+        const first = yield* Effect.promise(head)
+        const again = yield* multi.putObject(batch)
+        const second = yield* Effect.promise(head)
+        const verified = yield* single.verify(receipt)
+        return { receipt, again, first, second, verified }
+      }))
+      expect(out.second.ETag).not.toBe(out.first.ETag)
+      expect(out.second.ETag).toMatch(/-3"?$/)
+      expect(out.again.checksum).toEqual(out.receipt.checksum)
+      expect(out.verified.checksum).toEqual(out.receipt.checksum)
+    } finally {
+      c.destroy()
+    }
+  })
+
+  it("verify of a missing object fails with Missing", async () => {
+    const bucket = await Env.newBucket("missing")
+    const batch = batchOf({ count: 10, recordBytes: 10 })
+    const missing = await run(Effect.gen(function*() {
       const sink = yield* S3Sink.make(Env.sinkConfig(bucket))
       const receipt = yield* sink.putObject(batch)
-      // Someone replaces the object with same-size, different bytes.
-      yield* Effect.promise(() => c.send(new PutObjectCommand({ Bucket: bucket, Key: batch.key, Body: Batch.encodeBody(other) })))
-      const mismatch = yield* Effect.flip(sink.verify(receipt))
-      const missing = yield* Effect.flip(sink.verify({ ...receipt, key: "nope.rec" }))
-      return { mismatch, missing }
+      return yield* Effect.flip(sink.verify({ ...receipt, key: "nope.rec" }))
     }))
-    c.destroy()
-    expect(errors.mismatch).toMatchObject({ _tag: "VerificationFailed", reason: "ChecksumMismatch" })
-    expect(errors.missing).toMatchObject({ _tag: "VerificationFailed", reason: "Missing" })
+    expect(missing).toMatchObject({ _tag: "VerificationFailed", key: "nope.rec", reason: "Missing" })
   })
 
   it("keyPrefix is applied in the bucket", async () => {

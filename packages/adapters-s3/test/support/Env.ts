@@ -43,7 +43,7 @@ export const requireServer = async (): Promise<void> => {
   const e = env()
   const c = client()
   try {
-    await c.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(5_000) })
+    await c.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(10_000) })
   } catch (cause) {
     throw new Error(`S3 server at ${e.endpoint} is not reachable (${String(cause)}): ${HOW}`)
   } finally {
@@ -92,6 +92,15 @@ export const listKeys = async (bucket: string): Promise<Array<string>> => {
     c.destroy()
   }
   return keys.sort()
+}
+
+/** Polls `check` every 20 ms until it holds; fails naming `what` after `timeoutMs` (generous: a bound, not a measurement). */
+export const waitFor = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
 }
 
 export const promise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)

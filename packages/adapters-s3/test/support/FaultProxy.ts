@@ -1,8 +1,8 @@
 /**
  * A loopback HTTP proxy in front of a real S3 server that forwards bytes
  * unchanged (so SigV4 signatures still verify) and, on rules, answers with real
- * S3 error responses, resets the connection, adds latency, or corrupts the
- * request body in flight.
+ * S3 error responses, resets the connection, adds latency, holds requests
+ * until released, or corrupts the request body in flight.
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -23,6 +23,7 @@ export type Fault =
   | { readonly _tag: "Reset" }
   | { readonly _tag: "Latency"; readonly millis: number }
   | { readonly _tag: "Corrupt" }
+  | { readonly _tag: "Hold" }
 
 /** Which requests a rule applies to, and how many times. */
 export interface Rule {
@@ -36,6 +37,8 @@ export interface Rule {
   readonly skip?: number | undefined
   /** Apply to this many matching requests, then stop (default: forever). */
   readonly times?: number | undefined
+  /** Apply only while this holds, checked per request (default: always); a request it lets through is not counted. */
+  readonly while?: (() => boolean) | undefined
   readonly fault: Fault
 }
 
@@ -48,6 +51,9 @@ export interface Hit {
   readonly at: number
 }
 
+/** A regular expression matching `text` literally (e.g. an object key in a `path` rule). */
+export const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
 /** A running proxy. */
 export interface FaultProxy {
   /** `http://127.0.0.1:<port>`: use as the S3 endpoint. */
@@ -56,6 +62,10 @@ export interface FaultProxy {
   readonly setRules: (rules: ReadonlyArray<Rule>) => void
   /** Every request, in order. */
   readonly hits: Array<Hit>
+  /** Requests held by a {@link hold} rule and not released yet. */
+  readonly held: () => number
+  /** Forwards every held request now (set other rules first, or later ones are held again). */
+  readonly release: () => void
   readonly close: () => Promise<void>
 }
 
@@ -90,6 +100,8 @@ export const accessDenied: Fault = { _tag: "Error", status: 403, code: "AccessDe
 export const reset: Fault = { _tag: "Reset" }
 /** Adds `millis` before forwarding. */
 export const latency = (millis: number): Fault => ({ _tag: "Latency", millis })
+/** Keeps the request waiting, unanswered, until `release()` (or `close()`). */
+export const hold: Fault = { _tag: "Hold" }
 /** Flips one byte of the request body while forwarding it. */
 export const corrupt: Fault = { _tag: "Corrupt" }
 
@@ -124,6 +136,7 @@ export const start = async (target: string, rules: ReadonlyArray<Rule> = []): Pr
   }
   setRules(rules)
   const hits: Array<Hit> = []
+  const waiting: Array<() => void> = []
 
   const pick = (method: string, url: string): Fault | undefined => {
     const at = url.indexOf("?")
@@ -133,6 +146,7 @@ export const start = async (target: string, rules: ReadonlyArray<Rule> = []): Pr
       if (r.rule.method !== undefined && r.rule.method !== method) continue
       if (r.rule.path !== undefined && !r.rule.path.test(path)) continue
       if (r.rule.query !== undefined && !r.rule.query.test(query)) continue
+      if (r.rule.while !== undefined && !r.rule.while()) continue
       r.seen++
       if (r.seen <= (r.rule.skip ?? 0)) continue
       if (r.applied >= (r.rule.times ?? Infinity)) continue
@@ -177,6 +191,9 @@ export const start = async (target: string, rules: ReadonlyArray<Rule> = []): Pr
         return
       case "Corrupt":
         return forward(req, res, true)
+      case "Hold":
+        waiting.push(() => forward(req, res, false))
+        return
       case "Error": {
         // Read the request body first so the client is not writing into a closed socket.
         req.resume()
@@ -203,8 +220,13 @@ export const start = async (target: string, rules: ReadonlyArray<Rule> = []): Pr
     endpoint: `http://127.0.0.1:${port}`,
     setRules,
     hits,
+    held: () => waiting.length,
+    release: () => {
+      for (const go of waiting.splice(0)) go()
+    },
     close: () =>
       new Promise<void>((resolve) => {
+        waiting.length = 0
         server.closeAllConnections()
         agent.destroy()
         server.close(() => resolve())

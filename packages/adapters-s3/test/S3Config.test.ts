@@ -1,0 +1,33 @@
+/** Config decoding (no server needed: these run even when the S3 server is down). */
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import * as S3Config from "../src/S3Config.ts"
+
+describe("S3Config", () => {
+  it("fills defaults", async () => {
+    const cfg = await Effect.runPromise(S3Config.decode({ bucket: "archive" }))
+    expect(cfg).toMatchObject({
+      region: "us-east-1",
+      checksumAlgorithm: "CRC64NVME",
+      multipartThreshold: 16 * 1024 * 1024,
+      partSize: 8 * 1024 * 1024,
+      partConcurrency: 4,
+      maxAttempts: 1,
+      fullReadVerify: false,
+      forcePathStyle: false
+    })
+  })
+  it.each([
+    [{ bucket: "archive", checksumAlgorithm: "MD5" }, "checksumAlgorithm"],
+    [{ bucket: "archive", partSize: "1 MiB" }, "partSize"],
+    [{ bucket: "archive", partConcurrency: 0 }, "partConcurrency"],
+    [{ bucket: "ab" }, "bucket"],
+    [{ bucket: "archive", endpoint: "localhost:9000" }, "endpoint"],
+    [{ bucket: "archive", credentials: { accessKeyId: "x" } }, "secretAccessKey"],
+    [{ bucket: "archive", retries: 3 }, "retries"]
+  ])("rejects %j naming the field", async (input, field) => {
+    const error = await Effect.runPromise(Effect.flip(S3Config.decode(input)))
+    expect(error._tag).toBe("ConfigError")
+    expect(error.message).toContain(field)
+  })
+})
