@@ -25,7 +25,8 @@ import {
   startOffsets,
   topicName,
   verifyingSink,
-  waitFor
+  waitFor,
+  waitForSteady
 } from "./support.ts"
 
 const RECORD_BYTES = 100
@@ -50,7 +51,7 @@ const archive = (topic: string, groupId: string, retentionGap: "fail" | "record-
     return { exit, kafka, source }
   }))
 
-describe("retention gaps on a real broker", () => {
+describe("retention gaps on a real broker", { timeout: 180_000 }, () => {
   it("detects the exact number of records deleted unread, under both policies", async () => {
     await requireBroker()
     const topic = topicName("gap")
@@ -70,7 +71,7 @@ describe("retention gaps on a real broker", () => {
     await produce(topic, PARTITIONS, { from: 200, count: 120, recordBytes: RECORD_BYTES })
     await setTopicConfig(topic, "retention.ms", "100")
     await waitFor("retention to move the log start past the committed offset", async () =>
-      (await startOffsets(topic, PARTITIONS)).every((o) => o === 320), 15_000)
+      (await startOffsets(topic, PARTITIONS)).every((o) => o === 320))
     await setTopicConfig(topic, "retention.ms", "-1")
     const logStart = await startOffsets(topic, PARTITIONS)
     expect(logStart).toEqual([320, 320])
@@ -133,12 +134,13 @@ describe("retention gaps on a real broker", () => {
       yield* handle.knobs.propose("test", { readGate: "paused" })
       yield* Effect.promise(() => produce(topic, 1, { from: 100, count: 1, recordBytes: RECORD_BYTES }))
       yield* Effect.promise(() => waitFor("paused", () => source.stats.pauses.paused))
-      // A fetch already in flight when the gate closed may still deliver (maxWait 100 ms).
-      yield* Effect.sleep(400)
+      // A fetch already in flight when the gate closed may still deliver (maxWait
+      // 100 ms): wait until no fetch was answered for a whole second.
+      yield* Effect.promise(() => waitForSteady("fetching to stop while paused", () => source.stats.fetches, 1_000))
       // Paused: 59 more records arrive and are deleted before the gate opens.
       yield* Effect.promise(() => produce(topic, 1, { from: 101, count: 59, recordBytes: RECORD_BYTES }))
       yield* Effect.promise(() => setTopicConfig(topic, "retention.ms", "100"))
-      yield* Effect.promise(() => waitFor("log start 160", async () => (await startOffsets(topic, 1))[0] === 160, 15_000))
+      yield* Effect.promise(() => waitFor("log start 160", async () => (await startOffsets(topic, 1))[0] === 160))
       yield* Effect.promise(() => setTopicConfig(topic, "retention.ms", "-1"))
       yield* Effect.promise(() => produce(topic, 1, { from: 160, count: 40, recordBytes: RECORD_BYTES }))
       yield* handle.knobs.propose("test", { readGate: "open" })

@@ -185,12 +185,37 @@ export const groupOffsets = async (groupId: string, topic: string, partitions: n
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Polls `check` until it holds, or fails after `timeoutMs`. */
-export const waitFor = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> => {
+/**
+ * Polls `check` until it holds, or fails naming `what` after `timeoutMs`. The
+ * bound is generous on purpose: it is there to fail a stuck test with a clear
+ * message, not to measure speed.
+ */
+export const waitFor = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> => {
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
     await sleep(50)
+  }
+}
+
+/**
+ * Waits until `read()` has not changed for `quietMs` (e.g. no fetch answered
+ * for a second: nothing is in flight any more), or fails naming `what` after
+ * `timeoutMs`.
+ */
+export const waitForSteady = async (what: string, read: () => number, quietMs: number, timeoutMs = 30_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs
+  let value = read()
+  let since = Date.now()
+  for (;;) {
+    await sleep(50)
+    const now = Date.now()
+    const next = read()
+    if (next !== value) {
+      value = next
+      since = now
+    } else if (now - since >= quietMs) return
+    if (now > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (still changing: ${value})`)
   }
 }
 
