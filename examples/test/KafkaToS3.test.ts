@@ -2,23 +2,56 @@
  * End to end on the real services: records produced to a real Kafka topic are
  * archived by `archiveTopic` (default policies) into a real S3 bucket, each
  * exactly once with its key, headers and timestamp, and the group's offsets are
- * committed to the end only after verification.
+ * committed to the end only after verification: `archiveTopic` builds its own
+ * source and sink, so the adapters' `make` are wrapped here (module mocks) with
+ * the testkit's `CommitGuard`, which checks every commit against what was
+ * verified in S3.
  */
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3"
 import { Admin, Producer } from "@platformatic/kafka"
 import { RecordEnvelope } from "@sluice/adapter-kafka"
 import { Batch } from "@sluice/core"
+import type { Sink, Source } from "@sluice/core"
+import { CommitGuard } from "@sluice/testkit"
 import { Effect, Schema } from "effect"
-import { describe, expect, it } from "vitest"
+import { describe, expect, it, vi } from "vitest"
 import { archiveTopic } from "../src/KafkaToS3.ts"
+
+/** What the mocked `make`s wrap each source and sink they build with (set by the test). */
+const wrap = vi.hoisted(() => ({
+  sink: <K extends Sink.Sink>(sink: K): K => sink,
+  source: <S extends Source.Source>(source: S): S => source
+}))
+
+vi.mock("@sluice/adapter-s3", async (importOriginal) => {
+  const mod = await importOriginal<typeof import("@sluice/adapter-s3")>()
+  const { Effect } = await import("effect")
+  const make: typeof mod.S3Sink.make = (config, options) => Effect.map(mod.S3Sink.make(config, options), (sink) => wrap.sink(sink))
+  return { ...mod, S3Sink: { ...mod.S3Sink, make } }
+})
+
+vi.mock("@sluice/adapter-kafka", async (importOriginal) => {
+  const mod = await importOriginal<typeof import("@sluice/adapter-kafka")>()
+  const { Effect } = await import("effect")
+  const make: typeof mod.KafkaSource.make = (config) => Effect.map(mod.KafkaSource.make(config), (source) => wrap.source(source))
+  return { ...mod, KafkaSource: { ...mod.KafkaSource, make } }
+})
+
+const HOW = "this test needs the real Kafka broker and S3 server (run `npm test`, or `bash scripts/services.sh up` and source .services/*.env)"
 
 const env = (name: string): string => {
   const value = process.env[name]
   if (value === undefined || value === "") {
-    throw new Error(`${name} is not set: this test needs the real Kafka broker and S3 server (run \`npm test\`, or \`bash scripts/services.sh up\` and source .services/*.env)`)
+    throw new Error(`${name} is not set: ${HOW}`)
   }
   return value
 }
+
+/** Fails with a clear message when a service does not answer (never skips). */
+const reachable = <A>(what: string, request: Promise<A>): Promise<A> =>
+  request.catch((cause: unknown) => {
+    throw new Error(`${what} did not answer (${cause instanceof Error ? cause.message : String(cause)}): ${HOW}`, { cause })
+  })
 
 describe("examples/KafkaToS3", () => {
   it("archives a real topic into a real bucket: every record once, offsets committed to the end", async () => {
@@ -44,8 +77,8 @@ describe("examples/KafkaToS3", () => {
     const admin = new Admin({ clientId: "sluice-example-admin", bootstrapBrokers: brokers })
     const producer = new Producer({ clientId: "sluice-example-producer", bootstrapBrokers: brokers })
     try {
-      await client.send(new CreateBucketCommand({ Bucket: bucket }))
-      await admin.createTopics({ topics: [topic], partitions, replicas: 1 })
+      await reachable(`S3 server at ${s3.endpoint}`, client.send(new CreateBucketCommand({ Bucket: bucket })))
+      await reachable(`Kafka broker ${brokers.join(",")}`, admin.createTopics({ topics: [topic], partitions, replicas: 1 }))
       const messages = []
       for (let partition = 0; partition < partitions; partition++) {
         for (let offset = 0; offset < perPartition; offset++) {
@@ -60,13 +93,35 @@ describe("examples/KafkaToS3", () => {
       }
       await producer.send({ messages })
 
+      // The commit guard: the sink marks each batch's offsets verified when its
+      // verify in S3 succeeded; the source checks every commit against them.
+      const verified = new CommitGuard.Ranges()
+      const verifiedKeys = new Set<string>()
+      const guards: Array<CommitGuard.Checked> = []
+      wrap.sink = (sink) => CommitGuard.verifying(sink, verified, verifiedKeys)
+      wrap.source = (source) => {
+        const checked = CommitGuard.checking(source, verified)
+        guards.push(checked)
+        return checked.source
+      }
+
       const stats = await Effect.runPromise(archiveTopic({ brokers, topic, groupId: `${topic}-archiver`, s3: { ...s3, bucket } }))
       expect(stats.recordsCommitted).toBe(partitions * perPartition)
       expect(stats.recordsCommitted).toBeLessThanOrEqual(stats.recordsVerified)
+      // The guard saw the run (one source), every commit, and no commit past a verified offset.
+      expect(guards).toHaveLength(1)
+      const guard = guards[0]
+      expect(guard?.violations).toEqual([])
+      expect(verifiedKeys.size).toBe(stats.batchesVerified)
+      for (let p = 0; p < partitions; p++) {
+        expect(guard?.commits.filter((c) => c.partition === p).at(-1)?.nextOffset).toBe(perPartition)
+      }
 
       // Read the archive back: manifests, then every record through its envelope.
       const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket }))
       const keys = (listed.Contents ?? []).map((o) => o.Key ?? "")
+      // Every object the guard saw verified is in the bucket with its manifest.
+      expect(keys.filter((k) => !k.endsWith(".manifest.json")).sort()).toEqual([...verifiedKeys].sort())
       const seen = new Map<string, number>()
       const decoder = new TextDecoder()
       for (const key of keys.filter((k) => k.endsWith(".manifest.json"))) {
