@@ -2,9 +2,10 @@
  * Quorum replication over in-memory sinks (the S3 adapter's tests run it over
  * three real buckets, one behind a slow proxy).
  */
-import { Effect } from "effect"
-import { describe, expect, it } from "vitest"
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, Exit } from "effect"
 import { Batch, Failure, Memory, Replicated } from "../src/index.ts"
+import { runVirtual } from "./support.ts"
 
 const failure = (failureClass: Failure.FailureClass, code: string) =>
   new Failure.SinkFailure({ failureClass, code, status: undefined, stage: "object_upload", retryAfterMillis: undefined, message: code })
@@ -55,25 +56,57 @@ describe("Replicated (in memory)", () => {
     expect(out.deficits).toEqual([])
   })
 
-  it("does not wait for a slow replica past the quorum", async () => {
-    const slow = named("slow", Memory.sink({ latencyMillis: (op) => (op === "putObject" ? 1_000 : 0) }))
-    const out = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const sink = yield* Replicated.make([named("a", Memory.sink()), named("b", Memory.sink()), slow], {
-        quorum: 2,
-        lagTimeout: "3 seconds"
-      })
-      const t = Date.now()
-      yield* sink.putObject(batchOf({ count: 10, recordBytes: 10 }))
-      const took = Date.now() - t
+  /**
+   * One put to two fast replicas and one that takes `slowMillis`, on virtual
+   * time: when the put returned (quorum), when the slow replica settled, and
+   * what it left behind.
+   */
+  const withSlowReplica = (slowMillis: number, lagTimeout: string) =>
+    Effect.scoped(Effect.gen(function*() {
+      const slow = named("slow", Memory.sink({ latencyMillis: (op) => (op === "putObject" ? slowMillis : 0) }))
+      const sink = yield* Replicated.make([named("a", Memory.sink()), named("b", Memory.sink()), slow], { quorum: 2, lagTimeout })
+      const start = yield* Clock.currentTimeMillis
+      const batch = batchOf({ count: 10, recordBytes: 10 })
+      yield* sink.putObject(batch)
+      const quorumAt = (yield* Clock.currentTimeMillis) - start
       const lagging = sink.lagging()
       yield* sink.settled
-      return { took, lagging, deficits: sink.deficits(), laggingAfter: sink.lagging() }
-    })))
-    expect(out.took).toBeLessThan(600)
-    expect(out.lagging).toBe(1)
-    expect(out.laggingAfter).toBe(0)
-    expect(out.deficits).toEqual([]) // it caught up within lagTimeout
-  })
+      const settledAt = (yield* Clock.currentTimeMillis) - start
+      return { quorumAt, lagging, settledAt, deficits: sink.deficits(), laggingAfter: sink.lagging(), slowHas: slow.objects.has(batch.key) }
+    }))
+
+  it.effect("does not wait for a slow replica past the quorum; the replica catches up within lagTimeout", () =>
+    Effect.gen(function*() {
+      const exit = yield* runVirtual(withSlowReplica(1_000, "3 seconds"))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      if (!Exit.isSuccess(exit)) return
+      const out = exit.value
+      // The put returned before the slow replica could have finished (virtual time: exact, not a measurement).
+      expect(out.quorumAt).toBeLessThan(1_000)
+      expect(out.lagging).toBe(1)
+      expect(out.settledAt).toBeGreaterThanOrEqual(1_000)
+      expect(out.laggingAfter).toBe(0)
+      expect(out.slowHas).toBe(true)
+      expect(out.deficits).toEqual([]) // it caught up within lagTimeout
+    }))
+
+  it.effect("a replica slower than lagTimeout is cut off there and recorded as a ReplicaTimeout deficit", () =>
+    Effect.gen(function*() {
+      const exit = yield* runVirtual(withSlowReplica(10_000, "3 seconds"))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      if (!Exit.isSuccess(exit)) return
+      const out = exit.value
+      expect(out.quorumAt).toBeLessThan(1_000)
+      expect(out.lagging).toBe(1)
+      // Settled at lagTimeout, not when the slow replica would have finished.
+      expect(out.settledAt).toBeGreaterThanOrEqual(3_000)
+      expect(out.settledAt).toBeLessThan(10_000)
+      expect(out.laggingAfter).toBe(0)
+      expect(out.slowHas).toBe(false)
+      expect(out.deficits).toHaveLength(1)
+      expect(out.deficits[0]?.missing.get("slow")).toBe("ReplicaTimeout")
+      expect([...(out.deficits[0]?.have ?? [])].sort()).toEqual(["a", "b"])
+    }))
 
   it("rejects a quorum larger than the replica set, naming the field", async () => {
     const error = await Effect.runPromise(Effect.scoped(Effect.flip(
