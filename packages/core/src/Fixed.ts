@@ -48,7 +48,8 @@ const proposalOf = (c: FixedConfig): Proposal => ({
 
 /**
  * The `Fixed` policy core. Its floor and ceiling are the constant itself, and it
- * declares `NoProbe`: it never over-corrects, and never recovers either.
+ * declares `NoProbe`: it never over-corrects, and never recovers either (so
+ * `withoutProbe` is the identity).
  *
  * **Example**
  *
@@ -68,6 +69,7 @@ export const policy: Policy.Policy<FixedConfig, Proposal> = {
     ...(c.batchBytes !== undefined ? { batchTarget: { floor: c.batchBytes, ceiling: c.batchBytes } } : {})
   }),
   probe: () => ({ _tag: "NoProbe", reason: "constant knobs never move" }),
+  withoutProbe: (c) => c,
   init: proposalOf,
   initial: (proposal) => proposal,
   step: (state) => ({ state })

@@ -9,7 +9,10 @@
  *
  * Every policy must declare, for each knob it moves, a `floor` (the value that
  * still guarantees forward progress) and a `ceiling`, and a `probe`: how it
- * recovers from an over-correction. The types make all three required.
+ * recovers from an over-correction. The types make all three required. A policy
+ * that declares a probe also says how to turn it off (`withoutProbe`), so the
+ * testkit can run every recovery check with the probe disabled too and show
+ * that the probe — not something else — is what recovers (see {@link ablate}).
  *
  * @since 0.1.0
  */
@@ -51,9 +54,10 @@ export type KnobBounds = { readonly [K in KnobName]?: Bounds }
  *   value that was good.
  * - `ReopenProbe`: for gates — re-open after `afterMillis` closed while uploads
  *   progress.
- * - `NoProbe`: the policy never over-corrects (e.g. `Fixed`); `reason` says why.
- *   The conformance suite's recovery properties fail for such a policy under
- *   overload, by design.
+ * - `NoProbe`: the policy never over-corrects (e.g. `Fixed`), or its probe was
+ *   disabled (`withoutProbe`); `reason` says why. A `NoProbe` policy that still
+ *   recovers in the conformance world is reported as recovering without a
+ *   probe; one that does not, fails the recovery property.
  *
  * @since 0.1.0
  */
@@ -90,6 +94,12 @@ export interface Step<S> {
  *   force before the first signal.
  * - `step(state, signal, now)` returns the next state and, optionally, a new
  *   proposal. It must be pure and deterministic: same inputs, same outputs.
+ * - `probe(config)` declares how the policy recovers from an over-correction,
+ *   and `withoutProbe(config)` returns the same config with that probe disabled
+ *   (`probe(withoutProbe(config))` is `NoProbe`; for a `NoProbe` policy it is
+ *   the identity). It is what the testkit's ablation runs: every recovery check
+ *   runs the policy as declared and through {@link ablate}, and passes only if
+ *   the probed run recovers and the ablated one does not.
  *
  * **Example** (a third-party policy that halves concurrency on every throttle)
  *
@@ -97,26 +107,32 @@ export interface Step<S> {
  * import { Schema } from "effect"
  * import { Policy } from "@sluice/core"
  *
- * const Config = Schema.Struct({ floor: Schema.Number, ceiling: Schema.Number })
+ * const Config = Schema.Struct({ floor: Schema.Number, ceiling: Schema.Number, restore: Schema.Boolean })
+ * type Config = typeof Config.Type
  *
- * export const Halver: Policy.Policy<typeof Config.Type, { limit: number; lastChange: number }> = {
+ * export const Halver: Policy.Policy<Config, { limit: number; lastChange: number; restore: boolean }> = {
  *   name: "halver",
  *   config: Config,
  *   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
- *   probe: () => ({ _tag: "RestoreProbe", afterMillis: 10_000 }),
- *   init: (c) => ({ limit: c.ceiling, lastChange: 0 }),
+ *   // Its probe: 10 s after the last change, double again (BBR-style restore).
+ *   probe: (c) => c.restore ? { _tag: "RestoreProbe", afterMillis: 10_000 } : { _tag: "NoProbe", reason: "restore: false" },
+ *   withoutProbe: (c) => ({ ...c, restore: false }),
+ *   init: (c) => ({ limit: c.ceiling, lastChange: 0, restore: c.restore }),
  *   initial: (s) => ({ concurrency: s.limit }),
  *   step: (s, signal, now) => {
  *     if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") {
  *       const limit = Math.max(1, Math.floor(s.limit / 2))
- *       return { state: { limit, lastChange: now }, proposal: { concurrency: limit } }
+ *       return { state: { ...s, limit, lastChange: now }, proposal: { concurrency: limit } }
  *     }
- *     if (signal._tag === "Tick" && now - s.lastChange > 10_000 && s.limit < 64) {
- *       return { state: { limit: s.limit * 2, lastChange: now }, proposal: { concurrency: s.limit * 2 } }
+ *     if (s.restore && signal._tag === "Tick" && now - s.lastChange > 10_000 && s.limit < 64) {
+ *       return { state: { ...s, limit: s.limit * 2, lastChange: now }, proposal: { concurrency: s.limit * 2 } }
  *     }
  *     return { state: s }
  *   }
  * }
+ *
+ * // The same policy with its probe disabled (what the ablation runs).
+ * const ablated = Policy.ablate(Halver)
  * ```
  *
  * @since 0.1.0
@@ -126,6 +142,15 @@ export interface Policy<C, S> {
   readonly config: Schema.Decoder<C>
   readonly bounds: (config: C) => KnobBounds
   readonly probe: (config: C) => ProbeSpec
+  /**
+   * `config` with the probe disabled: `probe(withoutProbe(config))` must be
+   * `NoProbe`, and the core must then never run its probe (for `NoProbe`
+   * policies, the identity). Optional in the type so that policies written
+   * before it still compile, but the conformance suite fails a policy that
+   * declares a probe without it: its probe could not be shown to be what
+   * recovers.
+   */
+  readonly withoutProbe?: ((config: C) => C) | undefined
   readonly init: (config: C) => S
   readonly initial: (state: S) => Proposal
   readonly step: (state: S, signal: Signal, now: number) => Step<S>
@@ -136,6 +161,58 @@ export interface Policy<C, S> {
    * the probe's cost.
    */
   readonly mode?: ((state: S) => string) | undefined
+}
+
+/**
+ * The policy with its probe disabled: every config is passed through the
+ * policy's `withoutProbe` before `bounds`, `probe` and `init` see it. The
+ * ablation of the testkit runs a policy twice, as declared and ablated.
+ *
+ * **Details**
+ *
+ * A policy without `withoutProbe` is returned unchanged (its probe, if it
+ * declares one, cannot be disabled: {@link probeDisabled} says so).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Fixed, Policy } from "@sluice/core"
+ *
+ * const same = Policy.ablate(Fixed.policy) // Fixed has no probe: unchanged
+ * Policy.probeDisabled(Fixed.policy, { concurrency: 8 }) // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const ablate = <C, S>(policy: Policy<C, S>): Policy<C, S> => {
+  const off = policy.withoutProbe
+  if (off === undefined) return policy
+  return {
+    ...policy,
+    bounds: (c) => policy.bounds(off(c)),
+    probe: (c) => policy.probe(off(c)),
+    init: (c) => policy.init(off(c)),
+    withoutProbe: off
+  }
+}
+
+/**
+ * Whether {@link ablate} really disables the policy's probe for `config`:
+ * `probe(withoutProbe(config))` is `NoProbe`.
+ *
+ * @since 0.1.0
+ */
+export const probeDisabled = <C, S>(policy: Policy<C, S>, config: C): boolean =>
+  ablate(policy).probe(config)._tag === "NoProbe"
+
+/**
+ * Options of {@link layer}.
+ *
+ * @since 0.1.0
+ */
+export interface LayerOptions {
+  /** `false` runs the policy with its probe disabled ({@link ablate}); default `true`. */
+  readonly probe?: boolean | undefined
 }
 
 /**
@@ -177,15 +254,19 @@ export const replay = <C, S>(
  * import { Fixed, Policy } from "@sluice/core"
  *
  * const policies = Layer.mergeAll(Policy.layer(Fixed.policy, { concurrency: 8 }))
+ * // The same policy with its probe disabled (the ablation of a composition):
+ * const ablated = Policy.layer(Fixed.policy, { concurrency: 8 }, { probe: false })
  * ```
  *
  * @since 0.1.0
  */
 export const layer = <C, S>(
-  policy: Policy<C, S>,
-  input: unknown = {}
+  declared: Policy<C, S>,
+  input: unknown = {},
+  options: LayerOptions = {}
 ): Layer.Layer<never, Config.ConfigError, SignalBus | Knobs> =>
   Layer.effectDiscard(Effect.gen(function*() {
+    const policy = options.probe === false ? ablate(declared) : declared
     const config = yield* Config.decode(policy.name, policy.config, input)
     const bus = yield* SignalBus
     const knobs = yield* Knobs

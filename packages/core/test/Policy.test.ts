@@ -1,40 +1,82 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Schema, Stream } from "effect"
-import { Memory, Pipeline, Policy } from "../src/index.ts"
+import { Fixed, Memory, Pipeline, Policy } from "../src/index.ts"
 import type { SignalBus } from "../src/index.ts"
 import { runVirtual } from "./support.ts"
 
-/** Probes (pins concurrency at 1) from 200 ms to 400 ms of virtual time. */
-const prober: Policy.Policy<{}, "steady" | "probing"> = {
-  name: "prober",
-  config: Schema.Struct({}),
-  bounds: () => ({ concurrency: { floor: 1, ceiling: 4 } }),
-  probe: () => ({ _tag: "RestoreProbe", afterMillis: 200 }),
-  init: () => "steady",
-  initial: () => ({ concurrency: 4 }),
-  step: (mode, signal, now) => {
-    if (signal._tag !== "Tick") return { state: mode }
-    const next = now >= 200 && now < 400 ? "probing" : "steady"
-    return next === mode ? { state: mode } : { state: next, proposal: { concurrency: next === "probing" ? 1 : 4 } }
-  },
-  mode: (mode) => mode
+const ProberConfig = Schema.Struct({ probe: Schema.Boolean })
+interface ProberState {
+  readonly mode: "steady" | "probing"
+  readonly probe: boolean
 }
+
+/** Probes (pins concurrency at 1) from 200 ms to 400 ms of virtual time, unless its probe is disabled. */
+const prober: Policy.Policy<typeof ProberConfig.Type, ProberState> = {
+  name: "prober",
+  config: ProberConfig,
+  bounds: () => ({ concurrency: { floor: 1, ceiling: 4 } }),
+  probe: (c) => c.probe ? { _tag: "RestoreProbe", afterMillis: 200 } : { _tag: "NoProbe", reason: "probe: false" },
+  withoutProbe: (c) => ({ ...c, probe: false }),
+  init: (c) => ({ mode: "steady", probe: c.probe }),
+  initial: () => ({ concurrency: 4 }),
+  step: (s, signal, now) => {
+    if (signal._tag !== "Tick" || !s.probe) return { state: s }
+    const next = now >= 200 && now < 400 ? "probing" : "steady"
+    return next === s.mode ? { state: s } : { state: { ...s, mode: next }, proposal: { concurrency: next === "probing" ? 1 : 4 } }
+  },
+  mode: (s) => s.mode
+}
+
+const modesOf = (probe: boolean) =>
+  Effect.gen(function*() {
+    const source = Memory.source({ name: "t", partitions: 1, records: 3_000, recordBytes: 8, chunkRecords: 100, intervalMillis: 20 })
+    const modes: Array<SignalBus.PolicyModeSignal> = []
+    const exit = yield* runVirtual(Effect.scoped(Effect.gen(function*() {
+      const policies = Policy.layer(prober, { probe: true }, { probe })
+      const handle = yield* Pipeline.start({ source, sink: Memory.sink(), policies })
+      const subscription = yield* handle.bus.subscribe
+      yield* Stream.fromSubscription(subscription).pipe(
+        Stream.runForEach((s) => Effect.sync(() => s._tag === "PolicyMode" && void modes.push(s))),
+        Effect.forkScoped
+      )
+      return yield* handle.await
+    })))
+    expect(Exit.isSuccess(exit)).toBe(true)
+    return modes.map((m) => [m.policy, m.mode, m.at])
+  })
 
 describe("Policy.layer", () => {
   it.effect("publishes a PolicyMode signal on every mode change", () =>
     Effect.gen(function*() {
-      const source = Memory.source({ name: "t", partitions: 1, records: 3_000, recordBytes: 8, chunkRecords: 100, intervalMillis: 20 })
-      const modes: Array<SignalBus.PolicyModeSignal> = []
-      const exit = yield* runVirtual(Effect.scoped(Effect.gen(function*() {
-        const handle = yield* Pipeline.start({ source, sink: Memory.sink(), policies: Policy.layer(prober, {}) })
-        const subscription = yield* handle.bus.subscribe
-        yield* Stream.fromSubscription(subscription).pipe(
-          Stream.runForEach((s) => Effect.sync(() => s._tag === "PolicyMode" && void modes.push(s))),
-          Effect.forkScoped
-        )
-        return yield* handle.await
-      })))
-      expect(Exit.isSuccess(exit)).toBe(true)
-      expect(modes.map((m) => [m.policy, m.mode, m.at])).toEqual([["prober", "probing", 200], ["prober", "steady", 400]])
+      expect(yield* modesOf(true)).toEqual([["prober", "probing", 200], ["prober", "steady", 400]])
     }))
+
+  it.effect("{ probe: false } runs the core with its probe disabled (the ablation)", () =>
+    Effect.gen(function*() {
+      expect(yield* modesOf(false)).toEqual([])
+    }))
+})
+
+describe("Policy.ablate", () => {
+  it("passes every config through withoutProbe: the probe is declared NoProbe and the core never probes", () => {
+    const ablated = Policy.ablate(prober)
+    expect(prober.probe({ probe: true })._tag).toBe("RestoreProbe")
+    expect(ablated.probe({ probe: true })._tag).toBe("NoProbe")
+    expect(Policy.probeDisabled(prober, { probe: true })).toBe(true)
+    const tick = (at: number): SignalBus.Signal => ({
+      _tag: "Tick",
+      at,
+      knobs: { concurrency: 4, batchTarget: { records: 1, bytes: 1, maxAgeMillis: 1 }, readGate: "open", rate: null }
+    })
+    const signals = [[tick(300), 300], [tick(500), 500]] as const
+    expect(Policy.replay(prober, { probe: true }, signals).proposals).toEqual([[0, { concurrency: 4 }], [300, { concurrency: 1 }], [500, { concurrency: 4 }]])
+    expect(Policy.replay(ablated, { probe: true }, signals).proposals).toEqual([[0, { concurrency: 4 }]])
+  })
+
+  it("a NoProbe policy is its own ablation; a policy without withoutProbe cannot be ablated", () => {
+    expect(Policy.probeDisabled(Fixed.policy, { concurrency: 8 })).toBe(true)
+    const { withoutProbe: _, ...opaque } = prober
+    expect(Policy.ablate(opaque)).toBe(opaque)
+    expect(Policy.probeDisabled(opaque, { probe: true })).toBe(false)
+  })
 })

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import { Fixed } from "@sluice/core"
+import type { Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Effect, Layer, Result, Schema } from "effect"
 import * as Aimd from "./aimd/Aimd.ts"
@@ -34,6 +35,22 @@ export interface DefaultsConfig {
 }
 
 /**
+ * Options of a composition.
+ *
+ * @since 0.1.0
+ */
+export interface CompositionOptions {
+  /**
+   * `false` builds every policy with its probe disabled (`Policy.ablate`): the
+   * ablation of a composition, to show that its probes are what recovers.
+   * Default `true`.
+   */
+  readonly probes?: boolean | undefined
+}
+
+const layerOptions = (options: CompositionOptions): Policy.LayerOptions => ({ probe: options.probes !== false })
+
+/**
  * The default policies: AIMD + throttle classifier + shared pressure + adaptive
  * batch.
  *
@@ -48,17 +65,20 @@ export interface DefaultsConfig {
  *
  * const policies = Composition.defaults({ aimd: { ceiling: 64 } })
  * // Pipeline.start({ source, sink, policies })
+ * const ablated = Composition.defaults({}, { probes: false }) // every probe disabled
  * ```
  *
  * @since 0.1.0
  */
-export const defaults = (config: DefaultsConfig = {}): Policies =>
-  Layer.mergeAll(
-    Aimd.layer(config.aimd ?? {}),
-    Throttle.layer(config.throttle ?? {}),
-    SharedPressure.layer(config.shared ?? {}),
-    AdaptiveBatch.layer(config.batch ?? {})
+export const defaults = (config: DefaultsConfig = {}, options: CompositionOptions = {}): Policies => {
+  const o = layerOptions(options)
+  return Layer.mergeAll(
+    Aimd.layer(config.aimd ?? {}, o),
+    Throttle.layer(config.throttle ?? {}, o),
+    SharedPressure.layer(config.shared ?? {}, o),
+    AdaptiveBatch.layer(config.batch ?? {}, o)
   )
+}
 
 /**
  * The names a composition string may use.
@@ -84,7 +104,8 @@ export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownP
   message: Schema.String
 }) {}
 
-const one = (spec: string, part: string): Result.Result<Policies, UnknownPolicy> => {
+const one = (spec: string, part: string, options: CompositionOptions): Result.Result<Policies, UnknownPolicy> => {
+  const o = layerOptions(options)
   const fixed = /^fixed:(\d+)$/.exec(part)
   if (fixed !== null) {
     const n = Number(fixed[1])
@@ -94,19 +115,19 @@ const one = (spec: string, part: string): Result.Result<Policies, UnknownPolicy>
   }
   switch (part) {
     case "default":
-      return Result.succeed(defaults())
+      return Result.succeed(defaults({}, options))
     case "aimd":
-      return Result.succeed(Aimd.layer())
+      return Result.succeed(Aimd.layer({}, o))
     case "throttle":
-      return Result.succeed(Throttle.layer())
+      return Result.succeed(Throttle.layer({}, o))
     case "shared":
-      return Result.succeed(SharedPressure.layer())
+      return Result.succeed(SharedPressure.layer({}, o))
     case "batch":
-      return Result.succeed(AdaptiveBatch.layer())
+      return Result.succeed(AdaptiveBatch.layer({}, o))
     case "gradient2":
-      return Result.succeed(Gradient2.layer())
+      return Result.succeed(Gradient2.layer({}, o))
     case "vegas":
-      return Result.succeed(Vegas.layer())
+      return Result.succeed(Vegas.layer({}, o))
     default:
       return Result.fail(
         new UnknownPolicy({
@@ -133,11 +154,11 @@ const one = (spec: string, part: string): Result.Result<Policies, UnknownPolicy>
  *
  * @since 0.1.0
  */
-export const parseResult = (spec: string): Result.Result<Policies, UnknownPolicy> => {
+export const parseResult = (spec: string, options: CompositionOptions = {}): Result.Result<Policies, UnknownPolicy> => {
   const parts = spec.split("+").map((p) => p.trim().toLowerCase())
   const layers: Array<Policies> = []
   for (const part of parts) {
-    const r = one(spec, part)
+    const r = one(spec, part, options)
     if (Result.isFailure(r)) return Result.fail(r.failure)
     layers.push(r.success)
   }
@@ -164,11 +185,12 @@ export const parseResult = (spec: string): Result.Result<Policies, UnknownPolicy
  * import { Composition } from "@sluice/policies"
  *
  * const policies = Composition.parse("aimd+throttle+shared")
+ * const ablated = Composition.parse("aimd+throttle+shared", { probes: false })
  * ```
  *
  * @since 0.1.0
  */
-export const parse = (spec: string): Policies<Config.ConfigError | UnknownPolicy> => {
-  const r = parseResult(spec)
+export const parse = (spec: string, options: CompositionOptions = {}): Policies<Config.ConfigError | UnknownPolicy> => {
+  const r = parseResult(spec, options)
   return Result.isSuccess(r) ? r.success : Layer.effectDiscard(Effect.fail(r.failure))
 }

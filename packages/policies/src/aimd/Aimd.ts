@@ -281,6 +281,7 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
   config: AimdConfig,
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
   probe: (c) => Probe.spec(c.probe, c.floor),
+  withoutProbe: (c) => ({ ...c, probe: Probe.disabled(c.probe) }),
   init: (config) => ({
     config,
     mode: "steady",
@@ -329,9 +330,13 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
  * import { Aimd } from "@sluice/policies"
  *
  * const aimd = Aimd.layer({ floor: 2, ceiling: 64, beta: 0.8 })
+ * const ablated = Aimd.layer({}, { probe: false }) // its probe disabled (the ablation)
  * ```
  *
  * @since 0.1.0
  */
-export const layer = (config: unknown = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
-  Policy.layer(policy, config)
+export const layer = (
+  config: unknown = {},
+  options: Policy.LayerOptions = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
+  Policy.layer(policy, config, options)

@@ -68,6 +68,7 @@ import * as Fields from "../internal/Fields.ts"
  * | `records` | 1 000 000 | ≥ 1 | record target (high: seal on bytes) |
  * | `maxAgeMillis` | 0 | ≥ 0 | staleness bound; 0 = the pipeline's `batch.maxAge` |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | at the floor without pressure this long: restore |
+ * | `restore` | true | | the restore probe; false disables it (`withoutProbe`, the ablation) |
  *
  * @since 0.1.0
  */
@@ -86,7 +87,8 @@ export const AdaptiveBatchConfig = Schema.Struct({
   forgetting: Fields.number(0.97, { minimum: 0.5, maximum: 1 }),
   records: Fields.int(1_000_000, 1),
   maxAgeMillis: Fields.millis(0),
-  restoreAfterMillis: Fields.millis("10 seconds")
+  restoreAfterMillis: Fields.millis("10 seconds"),
+  restore: Fields.boolean(true)
 }).check(
   Fields.ordered("minBytes", "maxObjectBytes", (c) => [c.minBytes, c.maxObjectBytes]),
   Fields.ordered("minBytes", "initialBytes", (c) => [c.minBytes, c.initialBytes]),
@@ -287,7 +289,11 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
   mode: (s) => s.mode,
   config: AdaptiveBatchConfig,
   bounds: (c) => ({ batchTarget: { floor: c.minBytes, ceiling: c.maxObjectBytes } }),
-  probe: (c) => ({ _tag: "RestoreProbe", afterMillis: c.restoreAfterMillis }),
+  probe: (c) =>
+    c.restore
+      ? { _tag: "RestoreProbe", afterMillis: c.restoreAfterMillis }
+      : { _tag: "NoProbe", reason: "restore probe disabled by config (restore = false)" },
+  withoutProbe: (c) => ({ ...c, restore: false }),
   init: (config) => ({
     config,
     mode: "holding",
@@ -343,7 +349,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
     const atFloor = next.target <= next.config.minBytes
     const atFloorSince = atFloor ? Math.min(next.atFloorSince, now) : Infinity
     next = { ...next, atFloorSince }
-    if (atFloor && next.openPeak < next.config.openShrinkAt && now - atFloorSince >= next.config.restoreAfterMillis) {
+    if (next.config.restore && atFloor && next.openPeak < next.config.openShrinkAt && now - atFloorSince >= next.config.restoreAfterMillis) {
       next = { ...next, target: Math.min(ceilingOf(next), Math.max(next.lastGood, next.config.minBytes)), atFloorSince: Infinity }
     }
     return next.target === s.proposed
@@ -363,10 +369,12 @@ const ewma = (previous: number, sample: number): number => (previous === 0 ? sam
  * import { AdaptiveBatch } from "@sluice/policies"
  *
  * const batch = AdaptiveBatch.layer({ maxObjectBytes: "32 MiB", memoryShare: 0.1 })
+ * const ablated = AdaptiveBatch.layer({}, { probe: false }) // its probe disabled (the ablation)
  * ```
  *
  * @since 0.1.0
  */
 export const layer = (
-  config: unknown = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config)
+  config: unknown = {},
+  options: Policy.LayerOptions = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)

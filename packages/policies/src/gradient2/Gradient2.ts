@@ -162,6 +162,7 @@ export const policy: Policy.Policy<Gradient2Config, Gradient2State> = {
   config: Gradient2Config,
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
   probe: (c) => Probe.spec(c.probe, c.floor),
+  withoutProbe: (c) => ({ ...c, probe: Probe.disabled(c.probe) }),
   init: (config) => ({
     config,
     mode: "steady",
@@ -220,10 +221,12 @@ export const policy: Policy.Policy<Gradient2Config, Gradient2State> = {
  * import { Gradient2 } from "@sluice/policies"
  *
  * const gradient2 = Gradient2.layer({ tolerance: 2 })
+ * const ablated = Gradient2.layer({}, { probe: false }) // its probe disabled (the ablation)
  * ```
  *
  * @since 0.1.0
  */
 export const layer = (
-  config: unknown = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config)
+  config: unknown = {},
+  options: Policy.LayerOptions = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)

@@ -269,6 +269,22 @@ export const end = (config: ProbeConfig, state: ProbeState, now: number): ProbeS
 }
 
 /**
+ * The same probe config with every probe disabled (`enabled: false`): what a
+ * controller's `withoutProbe` returns for its `probe` field.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Probe } from "@sluice/policies"
+ *
+ * Probe.spec(Probe.disabled(Probe.defaults), 1)._tag // "NoProbe"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const disabled = (config: ProbeConfig): ProbeConfig => ({ ...config, enabled: false })
+
+/**
  * The pinned level for a knob whose floor is `floor`.
  *
  * @since 0.1.0

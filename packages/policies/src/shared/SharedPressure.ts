@@ -31,6 +31,7 @@ import * as Fields from "../internal/Fields.ts"
  * | `lowWater` | 0.5 | 0 – highWater | resume below this fraction |
  * | `maxPauseMillis` | 5 s | ≥ 0 | the floor: longest pause while uploads progress |
  * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (from the `Inflight` signal) |
+ * | `reopen` | true | | the re-open probe; false disables it (`withoutProbe`, the ablation): a pause then ends only below `lowWater` |
  *
  * @since 0.1.0
  */
@@ -38,7 +39,8 @@ export const SharedPressureConfig = Schema.Struct({
   highWater: Fields.number(0.8, { minimum: 0.05, maximum: 1 }),
   lowWater: Fields.number(0.5, { minimum: 0, maximum: 1 }),
   maxPauseMillis: Fields.millis("5 seconds"),
-  budgetBytes: Fields.bytes(0)
+  budgetBytes: Fields.bytes(0),
+  reopen: Fields.boolean(true)
 }).check(Fields.ordered("lowWater", "highWater", (c) => [c.lowWater, c.highWater]))
 
 /**
@@ -104,7 +106,7 @@ const fed = (s: SharedPressureState, signal: SignalBus.InflightSignal): boolean 
   signal.openBytes > 0 && s.feedBytes > 0 && signal.bytes - signal.openBytes >= s.feedBytes
 
 const floor = (s: SharedPressureState, now: number): SharedPressureState =>
-  s.mode === "paused" && now - s.pausedAt >= s.config.maxPauseMillis && s.lastProgressAt >= s.pausedAt
+  s.config.reopen && s.mode === "paused" && now - s.pausedAt >= s.config.maxPauseMillis && s.lastProgressAt >= s.pausedAt
     ? { ...s, mode: "probing", reopens: s.reopens + 1 }
     : s
 
@@ -140,8 +142,13 @@ export const policy: Policy.Policy<SharedPressureConfig, SharedPressureState> = 
   name: "shared",
   mode: (s) => s.mode,
   config: SharedPressureConfig,
-  bounds: (c) => ({ readGate: { floor: c.maxPauseMillis, ceiling: Infinity } }),
-  probe: (c) => ({ _tag: "ReopenProbe", afterMillis: c.maxPauseMillis }),
+  // Without the re-open probe no pause is bounded.
+  bounds: (c) => ({ readGate: { floor: c.reopen ? c.maxPauseMillis : Infinity, ceiling: Infinity } }),
+  probe: (c) =>
+    c.reopen
+      ? { _tag: "ReopenProbe", afterMillis: c.maxPauseMillis }
+      : { _tag: "NoProbe", reason: "re-open probe disabled by config (reopen = false)" },
+  withoutProbe: (c) => ({ ...c, reopen: false }),
   init: (config) => ({ config, mode: "open", pausedAt: -Infinity, lastProgressAt: -Infinity, fill: 0, pauses: 0, reopens: 0, feedBytes: 0 }),
   initial: () => ({ readGate: "open" }),
   step: (s, signal, now) => {
@@ -166,10 +173,12 @@ export const policy: Policy.Policy<SharedPressureConfig, SharedPressureState> = 
  * import { SharedPressure } from "@sluice/policies"
  *
  * const shared = SharedPressure.layer({ highWater: 0.8, lowWater: 0.5, maxPauseMillis: "5 seconds" })
+ * const ablated = SharedPressure.layer({}, { probe: false }) // its probe disabled (the ablation)
  * ```
  *
  * @since 0.1.0
  */
 export const layer = (
-  config: unknown = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config)
+  config: unknown = {},
+  options: Policy.LayerOptions = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)

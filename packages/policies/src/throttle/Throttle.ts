@@ -53,6 +53,7 @@ type Proposal = Knob.Proposal
  * | `maxAttempts` | 0 | ≥ 0 | give up after this many attempts; 0 = retry while running |
  * | `clearSamples` | 3 | ≥ 1 | successes in a row from above the episode's throttle level that restore early (the storm has cleared) |
  * | `probeAboveAfter` | 72 | ≥ 1 | successes at the level just below the episode's throttle level before growing above it again |
+ * | `restore` | true | | the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+step` per round above the throttled level and the rate limit is never released |
  * | `seed` | 7 | int | seed of the retry jitter |
  *
  * @since 0.1.0
@@ -74,6 +75,7 @@ export const ThrottleConfig = Schema.Struct({
   maxAttempts: Fields.int(0, 0),
   clearSamples: Fields.int(3, 1),
   probeAboveAfter: Fields.int(72, 1),
+  restore: Fields.boolean(true),
   seed: Fields.int(7, 0, 0xffffffff)
 }).check(Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
 
@@ -119,7 +121,8 @@ const rateConfig = (c: ThrottleConfig): CubicRate.CubicRateConfig => ({
   scale: c.rateScale,
   smooth: c.rateSmooth,
   minRate: c.minRate,
-  releaseAfterMillis: c.rateReleaseAfterMillis
+  // The rate release is part of the restore probe.
+  releaseAfterMillis: c.restore ? c.rateReleaseAfterMillis : Infinity
 })
 
 const proposalOf = (s: ThrottleState): Proposal => ({
@@ -208,6 +211,7 @@ const onSuccess = (s: ThrottleState, startedAt: number, now: number, inflightAtS
 }
 
 const restore = (s: ThrottleState, now: number): ThrottleState => {
+  if (!s.config.restore) return s
   // Restore after `restoreAfterMillis` without a throttle, or as soon as the
   // storm has cleared (see `clearedAbove`).
   const cleared = s.mode !== "open" && s.clear >= s.config.clearSamples
@@ -233,7 +237,7 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
  * **Details**
  *
  * Floor `floor`; ceiling `ceiling`; probe `RestoreProbe` after
- * `restoreAfterMillis` without a throttle.
+ * `restoreAfterMillis` without a throttle (`restore: false` disables it).
  *
  * **Example**
  *
@@ -253,7 +257,11 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState> = {
   mode: (s) => s.mode,
   config: ThrottleConfig,
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling }, rate: { floor: c.minRate, ceiling: Infinity } }),
-  probe: (c) => ({ _tag: "RestoreProbe", afterMillis: c.restoreAfterMillis }),
+  probe: (c) =>
+    c.restore
+      ? { _tag: "RestoreProbe", afterMillis: c.restoreAfterMillis }
+      : { _tag: "NoProbe", reason: "restore probe disabled by config (restore = false)" },
+  withoutProbe: (c) => ({ ...c, restore: false }),
   init: (config) => ({
     config,
     mode: "open",
@@ -331,13 +339,17 @@ const hash = (text: string): number => {
  * import { Throttle } from "@sluice/policies"
  *
  * const throttle = Throttle.layer({ beta: 0.5, restoreAfterMillis: "10 seconds" })
+ * const ablated = Throttle.layer({}, { probe: false }) // its probe disabled (the ablation)
  * ```
  *
  * @since 0.1.0
  */
-export const layer = (config: unknown = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
+export const layer = (
+  config: unknown = {},
+  options: Policy.LayerOptions = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
   Layer.merge(
-    Policy.layer(policy, config),
+    Policy.layer(policy, config, options),
     Layer.effect(
       RetryPolicy.CurrentRetryPolicy,
       Effect.map(Config.decode(policy.name, ThrottleConfig, config), retryPolicy)

@@ -148,6 +148,7 @@ export const policy: Policy.Policy<VegasConfig, VegasState> = {
   config: VegasConfig,
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
   probe: (c) => Probe.spec(c.probe, c.floor),
+  withoutProbe: (c) => ({ ...c, probe: Probe.disabled(c.probe) }),
   init: (config) => ({
     config,
     mode: "steady",
@@ -193,10 +194,12 @@ export const policy: Policy.Policy<VegasConfig, VegasState> = {
  * import { Vegas } from "@sluice/policies"
  *
  * const vegas = Vegas.layer({ alpha: 2, beta: 4 })
+ * const ablated = Vegas.layer({}, { probe: false }) // its probe disabled (the ablation)
  * ```
  *
  * @since 0.1.0
  */
 export const layer = (
-  config: unknown = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config)
+  config: unknown = {},
+  options: Policy.LayerOptions = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)
