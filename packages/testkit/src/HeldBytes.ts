@@ -15,8 +15,9 @@
  *   not credited twice.
  * - The maximum is exact: held bytes only grow when a chunk is delivered, and
  *   the meter takes the maximum right then.
- * - Bytes of partitions revoked from the pipeline stay counted (the meter cannot
- *   see what the pipeline dropped), so use it where nothing is revoked.
+ * - When partitions are revoked, their bytes stop counting at the revoke (the
+ *   pipeline is to drop them) and later verifications of their batches credit
+ *   nothing: the meter cannot see whether the pipeline really let them go.
  *
  * @since 0.2.0
  */
@@ -69,8 +70,13 @@ export const make = (): HeldBytesMeter => {
   let verified = 0
   let max = 0
   let largest = 0
+  // Delivered minus verified per partition (a handful of entries); revoked
+  // partitions leave the sum.
+  const heldBy = new Map<number, number>()
+  let revoked = 0
   // Keys uploaded but not yet verified: bounded by the batches in flight.
-  const pending = new Map<string, number>()
+  const pending = new Map<string, { readonly partition: number; readonly bytes: number }>()
+  const held = () => delivered - verified - revoked
   return {
     source: <S extends Source.Source>(source: S): S => ({
       ...source,
@@ -78,11 +84,18 @@ export const make = (): HeldBytesMeter => {
         Stream.rechunk(1),
         Stream.tap((event) =>
           Effect.sync(() => {
+            if (event._tag === "PartitionsRevoked") {
+              for (const p of event.partitions) {
+                revoked += heldBy.get(p) ?? 0
+                heldBy.delete(p)
+              }
+              return
+            }
             if (event._tag !== "RecordChunk") return
             delivered += event.bytes
+            heldBy.set(event.partition, (heldBy.get(event.partition) ?? 0) + event.bytes)
             if (event.bytes > largest) largest = event.bytes
-            const held = delivered - verified
-            if (held > max) max = held
+            if (held() > max) max = held()
           })
         )
       )
@@ -90,19 +103,23 @@ export const make = (): HeldBytesMeter => {
     sink: <K extends Sink.Sink>(sink: K): K => ({
       ...sink,
       putObject: (batch: Parameters<Sink.Sink["putObject"]>[0]) => {
-        pending.set(batch.key, batch.bytes)
+        pending.set(batch.key, { partition: batch.partition, bytes: batch.bytes })
         return sink.putObject(batch)
       },
       verify: (receipt: Parameters<Sink.Sink["verify"]>[0]) =>
         Effect.tap(sink.verify(receipt), () =>
           Effect.sync(() => {
-            const bytes = pending.get(receipt.key)
-            if (bytes === undefined) return
+            const batch = pending.get(receipt.key)
+            if (batch === undefined) return
             pending.delete(receipt.key)
-            verified += bytes
+            const partitionHeld = heldBy.get(batch.partition)
+            // A batch of a revoked partition: its bytes already left the count.
+            if (partitionHeld === undefined) return
+            heldBy.set(batch.partition, partitionHeld - batch.bytes)
+            verified += batch.bytes
           }))
     }),
-    held: () => delivered - verified,
+    held,
     max: () => max,
     largestChunk: () => largest,
     verified: () => verified,
