@@ -3,15 +3,17 @@
  * that any policy core must pass (see `Properties` for what each proves). Import
  * it from `@sluice/testkit/conformance` inside a test file.
  *
+ * The recovery test is an ablation: the policy runs as declared and with its
+ * probe disabled (its `withoutProbe`), and passes only if the probed run
+ * recovers and the other does not.
+ *
  * @since 0.1.0
  */
 import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { Config } from "@sluice/core"
 import type { Policy } from "@sluice/core"
-import type { Knob, SignalBus } from "@sluice/core"
 import { Effect } from "effect"
-import type { Layer } from "effect"
 import * as LayerProperties from "./LayerProperties.ts"
 import * as Properties from "./Properties.ts"
 
@@ -54,7 +56,7 @@ export const conformance = <C, S>(policy: Policy.Policy<C, S>, input: unknown = 
     const properties: ReadonlyArray<readonly [string, () => Properties.Verdict]> = [
       ["never below floor, never above ceiling", () => Properties.withinBounds(policy, config, world)],
       ["backs off under sustained overload", () => Properties.backsOffUnderOverload(policy, config, world)],
-      ["recovers through its probe after the overload clears", () => Properties.recoversAfterOverload(policy, config, world)],
+      ["recovers through its probe after the overload clears, and not without it", () => Properties.recoversAfterOverload(policy, config, world)],
       ["is deterministic for a seed", () => Properties.deterministic(policy, config, world)],
       ["proposes no NaN or Infinity", () => Properties.finiteProposals(policy, config, world)]
     ]
@@ -76,27 +78,34 @@ export const conformance = <C, S>(policy: Policy.Policy<C, S>, input: unknown = 
  * pipeline through `LayerProperties.standardScenario` (twice, for determinism),
  * and each property is checked on the trace against the stated `bounds`.
  *
+ * **Details**
+ *
+ * Pass a builder `(options) => layer` rather than a layer to make the recovery
+ * test an ablation: the builder is also called with `{ probe: false }`, and
+ * only the run with the probe may recover. Given a plain layer, recovery is
+ * checked on the probed run alone (and its detail says it was not ablated).
+ *
  * **Example**
  *
  * ```ts
  * import { conformanceLayer } from "@sluice/testkit/conformance"
- * import { myPolicyLayer } from "../src/index.ts"
+ * import { Aimd } from "@sluice/policies"
  *
- * conformanceLayer("my-policy", myPolicyLayer({ ceiling: 64 }), { floor: 1, ceiling: 64 })
+ * conformanceLayer("aimd", (options) => Aimd.layer({ ceiling: 64 }, options), { floor: 1, ceiling: 64 })
  * ```
  *
  * @since 0.1.0
  */
 export const conformanceLayer = <E>(
   name: string,
-  layer: Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>,
+  policies: LayerProperties.PoliciesLayer<E> | LayerProperties.LayerBuilder<E>,
   bounds: LayerProperties.LayerBounds,
   options: Pick<ConformanceOptions, "expectFailure"> = {}
 ): void => {
   const expectFailure = new Set(options.expectFailure ?? [])
   describe(`conformance (layer): ${name}`, () => {
     let verdicts: Promise<Array<Properties.Verdict>> | undefined
-    const all = () => (verdicts ??= Effect.runPromise(LayerProperties.verdicts(layer, bounds)))
+    const all = () => (verdicts ??= Effect.runPromise(LayerProperties.verdicts(policies, bounds)))
     for (const property of ["withinBounds", "backsOffUnderOverload", "recoversAfterOverload", "deterministic", "finiteProposals"]) {
       it(property, async () => {
         const verdict = (await all()).find((v) => v.property === property)

@@ -1,16 +1,26 @@
 /**
  * Conformance for policies shipped only as layers (no pure core to drive): the
  * layer runs in the full simulated pipeline (`Runner`) through a standard
- * scenario — a store with room for the inflow, then 60 s of overload (its knee
- * and throttle threshold drop to 4 in-flight requests and its latency rises),
- * then room again — and the properties are read off the trace's concurrency
- * column against the bounds the caller states.
+ * scenario that mirrors `Properties.standardWorld` — a store with room for the
+ * inflow (knee 32), then 60 s of overload (a throttle storm: 503 SlowDown above
+ * 1 request in flight with probability 0.5, knee 4, 4× base latency), then a
+ * store that comes back **changed for good**: knee 32 again, but 40 ms base
+ * latency and 8 MiB/s per request instead of 10 ms and 32 MiB/s. A controller
+ * whose latency baseline only moves down between probes reads that store as
+ * congested forever unless its probe re-learns it, and one that remembers the
+ * storm's throttled level regrows only a step per (now 1 s) round unless its
+ * probe restores it — see `Properties` for the reasoning. The properties are
+ * read off the trace (concurrency column, goodput against the oracle) against
+ * the bounds the caller states.
+ *
+ * Given a builder `(options) => layer` instead of a layer, the recovery
+ * property is an ablation, as for cores: the layer is also built with
+ * `{ probe: false }`, and only the probed run may recover.
  *
  * @since 0.1.0
  */
-import type { Knob, SignalBus } from "@sluice/core"
-import { Effect } from "effect"
-import type { Layer } from "effect"
+import type { Knob, Policy, SignalBus } from "@sluice/core"
+import { Effect, Layer } from "effect"
 import type { Verdict } from "./Properties.ts"
 import * as Runner from "./Runner.ts"
 import * as Scenario from "./Scenario.ts"
@@ -29,10 +39,13 @@ export const standardScenario = {
   duration: "210 seconds",
   source: { recordsPerSecond: 1_000_000, recordBytes: 150, partitions: 8 },
   store: { baseLatency: "10 millis", bandwidthPerRequest: "32 MiB/s", knee: 32, jitter: 0.1, throttleAbove: 64, throttleProbability: 0.5 },
-  pipeline: { memoryBudget: "512 MiB", batch: { records: 50_000, bytes: "8 MiB", maxAge: "2 seconds" } },
+  pipeline: { memoryBudget: "512 MiB", concurrency: 32, batch: { records: 50_000, bytes: "8 MiB", maxAge: "2 seconds" } },
   events: [
-    { at: "60 seconds", store: { baseLatency: "40 millis", knee: 4, throttleAbove: 4, throttleProbability: 0.5 } },
-    { at: "120 seconds", store: { baseLatency: "10 millis", knee: 32, throttleAbove: 64, throttleProbability: 0.5 } }
+    { at: "60 seconds", store: { baseLatency: "40 millis", knee: 4, throttleAbove: 1, throttleProbability: 0.5 } },
+    {
+      at: "120 seconds",
+      store: { baseLatency: "40 millis", bandwidthPerRequest: "8 MiB/s", knee: 32, throttleAbove: 64, throttleProbability: 0.5 }
+    }
   ]
 } as const
 
@@ -46,42 +59,71 @@ export interface LayerBounds {
   readonly ceiling: number
 }
 
-const overloadFrom = 60_000
-const overloadUntil = 120_000
+/**
+ * A layer of policies, as `Pipeline.start` takes it.
+ *
+ * @since 0.1.0
+ */
+export type PoliciesLayer<E> = Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
 
 /**
- * Runs the layer through the standard scenario twice and returns one verdict
- * per property: within bounds, backs off under overload (its limit drops below
- * the pre-overload value), recovers within 60 s after it clears (goodput over a
- * 1 s window back to ≥ 90 % of the oracle), deterministic (byte-identical
- * traces), finite values.
+ * Builds the policies as declared (`{}` or `{ probe: true }`) or with their
+ * probes disabled (`{ probe: false }`): what `Aimd.layer(config, options)`,
+ * `Policy.layer(policy, config, options)` and `Composition.defaults(config,
+ * { probes })` offer.
+ *
+ * @since 0.1.0
+ */
+export type LayerBuilder<E> = (options: Policy.LayerOptions) => PoliciesLayer<E>
+
+const isBuilder = <E>(p: PoliciesLayer<E> | LayerBuilder<E>): p is LayerBuilder<E> => !Layer.isLayer(p)
+
+const overloadFrom = 60_000
+const overloadUntil = 120_000
+/** Recovery must come within this long after the overload. */
+const recoveryMillis = 60_000
+
+/**
+ * Runs the policies through the standard scenario twice (and, given a
+ * builder, once more with their probes disabled) and returns one verdict per
+ * property: within bounds, backs off under overload (its limit drops below the
+ * pre-overload value), recovers within 60 s after it clears (goodput over a
+ * 1 s window back to ≥ 90 % of the oracle) — with a builder, only if the run
+ * with `{ probe: false }` does **not** — deterministic (byte-identical traces),
+ * finite values.
  *
  * **Example**
  *
  * ```ts
  * import { Effect } from "effect"
- * import { Fixed } from "@sluice/core"
+ * import { Fixed, Policy } from "@sluice/core"
  * import { LayerProperties } from "@sluice/testkit"
  *
  * const verdicts = Effect.runPromise(LayerProperties.verdicts(Fixed.layer({ concurrency: 8 }), { floor: 8, ceiling: 8 }))
  * // backsOffUnderOverload and recoversAfterOverload fail for Fixed
+ * const ablation = LayerProperties.verdicts((o) => Policy.layer(Fixed.policy, { concurrency: 8 }, o), { floor: 8, ceiling: 8 })
  * ```
  *
  * @since 0.1.0
  */
 export const verdicts = <E>(
-  layer: Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>,
+  policies: PoliciesLayer<E> | LayerBuilder<E>,
   bounds: LayerBounds
 ): Effect.Effect<Array<Verdict>, unknown> =>
   Effect.gen(function*() {
     const scenario = yield* Scenario.decode(standardScenario)
+    const build = isBuilder(policies) ? policies : undefined
+    const layer = isBuilder(policies) ? policies({ probe: true }) : policies
     const first = yield* Runner.run(scenario, { policy: "layer", policies: layer })
     const second = yield* Runner.run(scenario, { policy: "layer", policies: layer })
+    const ablated = build === undefined
+      ? undefined
+      : (yield* Runner.run(scenario, { policy: "layer (probe disabled)", policies: build({ probe: false }) })).trace.rows
     const rows = first.trace.rows
     return [
       withinBounds(rows, bounds),
       backsOff(rows),
-      recovers(rows, first.trace.sampleMillis),
+      recovers(rows, first.trace.sampleMillis, ablated),
       {
         property: "deterministic",
         pass: Trace.toCsv(first.trace) === Trace.toCsv(second.trace),
@@ -113,14 +155,24 @@ const backsOff = (rows: ReadonlyArray<TraceRow>): Verdict => {
     : { property: "backsOffUnderOverload", pass: false, detail: `concurrency stayed at ${start} through 60 s of overload` }
 }
 
-const recovers = (rows: ReadonlyArray<TraceRow>, sampleMillis: number): Verdict => {
+const recovers = (rows: ReadonlyArray<TraceRow>, sampleMillis: number, ablated: ReadonlyArray<TraceRow> | undefined): Verdict => {
+  const name = "recoversAfterOverload"
   const start = before(rows)
   const lowest = Math.min(...during(rows).map((r) => r.concurrency))
-  if (lowest >= start) return { property: "recoversAfterOverload", pass: false, detail: "never backed off, so nothing to recover" }
+  if (lowest >= start) return { property: name, pass: false, detail: "never backed off, so nothing to recover" }
   // Recovery is judged by what the store delivers, not by the limit coming back
   // to a value that may have been inflated before the overload.
+  const within = (s: number | null): s is number => s !== null && s <= recoveryMillis / 1000
   const seconds = Summary.recoverySeconds(rows, sampleMillis, overloadUntil)
-  return seconds !== null && seconds <= 60
-    ? { property: "recoversAfterOverload", pass: true, detail: `goodput back to 90 % of the oracle ${seconds} s after the overload cleared` }
-    : { property: "recoversAfterOverload", pass: false, detail: `goodput not back to 90 % of the oracle within 60 s after the overload cleared` }
+  if (!within(seconds)) {
+    return { property: name, pass: false, detail: `goodput not back to 90 % of the oracle within ${recoveryMillis / 1000} s after the overload cleared` }
+  }
+  const back = `goodput back to 90 % of the oracle ${seconds} s after the overload cleared`
+  if (ablated === undefined) {
+    return { property: name, pass: true, detail: `${back} (not ablated: pass a builder (options) => layer to run it with its probe disabled too)` }
+  }
+  const without = Summary.recoverySeconds(ablated, sampleMillis, overloadUntil)
+  return within(without)
+    ? { property: name, pass: false, detail: `recovers without its probe: the probe is not what recovers (${back}; with { probe: false } ${without} s)` }
+    : { property: name, pass: true, detail: `${back}; with { probe: false } not within ${recoveryMillis / 1000} s` }
 }

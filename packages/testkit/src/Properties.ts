@@ -3,13 +3,53 @@
  * functions returning a {@link Verdict} (so a test can also assert that a policy
  * *fails* one). `Conformance.conformance` wraps them in vitest tests.
  *
- * A policy's pure core is driven in closed loop against a small, seeded world:
- * every 100 ms the world turns the knob values in force (the policy's proposal
- * combined over the pipeline's base values with the core `Knob.combine`) into
- * signals — upload samples whose latency follows the simulated store's model,
- * classified throttles, in-flight bytes, lag and a tick. The standard run is
- * 60 s normal, 60 s overloaded (knee 4, 503 SlowDown above 4 in flight with
- * probability 0.5, 4× base latency), then 90 s normal again.
+ * A policy's pure core is driven in closed loop against a small, seeded world
+ * ({@link drive}): every 100 ms the world turns the knob values in force (the
+ * policy's proposal combined over the pipeline's base values with the core
+ * `Knob.combine`) into signals — upload samples (object, manifest, verify)
+ * whose latency follows the simulated store's model, classified throttles,
+ * bytes held, lag and a tick.
+ *
+ * **The standard world, and why it is shaped so.** 60 s normal (knee 32), 60 s
+ * overloaded, then 90 s after. The recovery property is an *ablation*: each
+ * policy runs as declared and with its probe disabled, and only the probed run
+ * may recover within 60 s. A world whose store simply comes back as it was
+ * cannot tell a probe from ordinary growth (every policy recovered there with
+ * all probes disabled), so the overload leaves, for each kind of knob, an
+ * over-correction that only a probe can undo:
+ *
+ * - **Concurrency from a latency baseline** (AIMD, Vegas, Gradient2): the
+ *   store comes back *changed for good* — knee 32 again, but 40 ms and 8 MiB/s
+ *   per request instead of 10 ms and 32 MiB/s (a failover to a farther
+ *   region). A baseline that only moves down between probes (AIMD's minimum,
+ *   Vegas's `noLoad`) reads the new store as congested forever and holds the
+ *   limit at (or near) its floor; an average that moves only slowly (Gradient2's
+ *   long RTT) holds it low. Only a probe — pinned low, stale samples discarded
+ *   — re-learns the no-load latency.
+ * - **Concurrency and rate after throttles** (Throttle): the overload is a
+ *   throttle storm (503 SlowDown above 1 request in flight, probability 0.5),
+ *   so the lowest throttled level remembered is 2. Without its restore probe
+ *   the limit regrows to just below that level, plateaus there for
+ *   `probeAboveAfter` successes and then climbs one step per round — and a
+ *   round now takes a second (8 MiB at 8 MiB/s): back to 0.8 × the pre-storm
+ *   32 takes over 70 s. The restore probe returns it 10 s after the last
+ *   throttle (and releases the rate limit, which otherwise stays).
+ * - **The read gate** (SharedPressure): the source prefetches when it lags
+ *   (a Kafka consumer's fetch buffers fill while it is behind) and those bytes
+ *   count against the budget (ARCHITECTURE, invariant 3) but drain only by
+ *   reading. After the overload the prefetch (`prefetchBytes`, 62.5 % of the
+ *   budget) alone keeps the bytes held above the low-water mark, so a paused
+ *   gate never sees the pressure clear; only its re-open probe (after
+ *   `maxPauseMillis` with uploads progressing) reads again.
+ * - **The batch target** (AdaptiveBatch): during the overload 96 more
+ *   partitions hold open batches (a peer instance failed with the store and
+ *   this one took over its partitions): their open batches would fill the
+ *   budget, so the target shrinks; afterwards they are gone. AdaptiveBatch
+ *   regrows ×`growth` per window on its own — its restore probe only shortens
+ *   that — and the property reports it as recovering without its probe.
+ *
+ * The properties read knob values (`DriveSample.knobs`), not a policy's own
+ * counters.
  *
  * @since 0.1.0
  */
@@ -30,41 +70,73 @@ export interface Verdict {
 }
 
 /**
+ * A phase of the standard world.
+ *
+ * @since 0.1.0
+ */
+export type WorldPhase = "normal" | "overloaded" | "after"
+
+/**
  * The world of a closed-loop drive.
  *
  * @since 0.1.0
  */
 export interface World {
   readonly seed: number
+  /** The store until `overloadFrom`. */
   readonly normal: Store.StoreParams
+  /** The store from `overloadFrom` to `overloadUntil`. */
   readonly overloaded: Store.StoreParams
+  /**
+   * The store after the overload. Its lasting changes are what make the
+   * recovery property an ablation: see {@link standardWorld}.
+   */
+  readonly after: Store.StoreParams
   readonly overloadFrom: number
   readonly overloadUntil: number
   readonly duration: number
-  readonly batchBytes: number
+  /** The recovery bound: a knob must be back within this long after the overload. */
+  readonly recoveryMillis: number
   readonly budgetBytes: number
   /** Inflow, bytes per second. */
   readonly inflowBytesPerSecond: number
+  /**
+   * Bytes a lagging source fetches ahead of the pipeline (at most the lag),
+   * counted against the budget and in the `Inflight` signal. They drain only
+   * by reading: while the read gate is paused they stay.
+   */
+  readonly prefetchBytes: number
+  /**
+   * Partitions whose open batches the drive models, per phase: each holds half
+   * a batch target on average while reading (sealed when the gate pauses, and
+   * all at once when open batches would fill the budget).
+   */
+  readonly openPartitions: { readonly [P in WorldPhase]: number }
   readonly base: Knob.KnobValues
 }
 
 /**
- * The standard world (see the module doc).
+ * The standard world (see the module doc for why each phase is shaped so):
+ * inflow 400 MB/s, 8 MiB batches (the base target), 512 MiB budget of which a
+ * lagging source may prefetch 320 MiB, base concurrency 32.
  *
  * @since 0.1.0
  */
 export const standardWorld: World = {
   seed: 42,
-  normal: { ...Store.defaultParams, baseLatencyMillis: 10, knee: 32, jitter: 0.1, throttleAbove: 64, throttleProbability: 0.5 },
-  overloaded: { ...Store.defaultParams, baseLatencyMillis: 40, knee: 4, jitter: 0.1, throttleAbove: 4, throttleProbability: 0.5 },
+  normal: { ...Store.defaultParams, baseLatencyMillis: 10, bandwidthBytesPerSecond: 32 * 1024 * 1024, knee: 32, jitter: 0.1, throttleAbove: 64, throttleProbability: 0.5 },
+  overloaded: { ...Store.defaultParams, baseLatencyMillis: 40, bandwidthBytesPerSecond: 32 * 1024 * 1024, knee: 4, jitter: 0.1, throttleAbove: 1, throttleProbability: 0.5 },
+  after: { ...Store.defaultParams, baseLatencyMillis: 40, bandwidthBytesPerSecond: 8 * 1024 * 1024, knee: 32, jitter: 0.1, throttleAbove: 64, throttleProbability: 0.5 },
   overloadFrom: 60_000,
   overloadUntil: 120_000,
   duration: 210_000,
-  batchBytes: 8 * 1024 * 1024,
-  budgetBytes: 256 * 1024 * 1024,
-  inflowBytesPerSecond: 2e9,
+  recoveryMillis: 60_000,
+  budgetBytes: 512 * 1024 * 1024,
+  inflowBytesPerSecond: 400e6,
+  prefetchBytes: 320 * 1024 * 1024,
+  openPartitions: { normal: 0, overloaded: 96, after: 0 },
   base: {
-    concurrency: 8,
+    concurrency: 32,
     batchTarget: { records: 50_000, bytes: 8 * 1024 * 1024, maxAgeMillis: 5_000 },
     readGate: "open",
     rate: null
@@ -79,7 +151,12 @@ export const standardWorld: World = {
 export interface DriveSample {
   readonly t: number
   readonly knobs: Knob.KnobValues
+  readonly phase: WorldPhase
   readonly overloaded: boolean
+  /** Bytes uploaded in the 100 ms before `t`, per second. */
+  readonly goodputBytesPerSecond: number
+  /** Bytes held (the pipeline's and the source's prefetch) at `t`. */
+  readonly heldBytes: number
 }
 
 /**
@@ -94,7 +171,28 @@ export interface Drive {
 }
 
 /**
+ * The world's phase at `t`.
+ *
+ * @since 0.1.0
+ */
+export const phaseAt = (world: World, t: number): WorldPhase =>
+  t <= world.overloadFrom ? "normal" : t <= world.overloadUntil ? "overloaded" : "after"
+
+const TICK = 100
+
+/**
  * Drives a policy core through `world`, purely and deterministically.
+ *
+ * **Details**
+ *
+ * Every 100 ms: the source produces `inflowBytesPerSecond`; a lagging source
+ * holds up to `prefetchBytes` of it fetched ahead; while the read gate is open
+ * the pipeline reads what the budget allows; uploads run
+ * `min(concurrency, batches held)` slots of the batch target, each finishing
+ * `100 / latency` requests (the store's model, `Store.serviceMillis`), within
+ * the rate knob; a request above the store's `throttleAbove` in flight is
+ * throttled with its probability. Each completion is an `UploadSample` or a
+ * `Failure`; then `Inflight`, `Lag` and `Tick` follow.
  *
  * **Example**
  *
@@ -114,9 +212,11 @@ export const drive = <C, S>(policy: Policy.Policy<C, S>, config: C, world: World
   let proposal: Knob.Proposal = policy.initial(state)
   const proposals: Array<readonly [number, Knob.Proposal]> = [[0, proposal]]
   const samples: Array<DriveSample> = []
+  // Bytes the pipeline read and has not uploaded; bytes produced and not read.
   let held = 0
   let lag = 0
   let completions = 0
+  let tokens = 0
   const feed = (signal: SignalBus.Signal, now: number) => {
     const next = policy.step(state, signal, now)
     state = next.state
@@ -125,16 +225,38 @@ export const drive = <C, S>(policy: Policy.Policy<C, S>, config: C, world: World
       proposals.push([now, next.proposal])
     }
   }
-  for (let t = 100; t <= world.duration; t += 100) {
-    const overloaded = t > world.overloadFrom && t <= world.overloadUntil
-    const params = overloaded ? world.overloaded : world.normal
+  for (let t = TICK; t <= world.duration; t += TICK) {
+    const phase = phaseAt(world, t)
+    const params = world[phase]
     const knobs = Knob.combine(world.base, [proposal])
     const limit = knobs.concurrency
-    const inflight = knobs.readGate === "paused" && held === 0 ? 0 : limit
-    const batch = Math.min(world.batchBytes, knobs.batchTarget.bytes)
-    // Completions this tick: `inflight` slots each finishing 100 / latency requests.
+    const batch = knobs.batchTarget.bytes
+    const reading = knobs.readGate === "open"
+    lag += (world.inflowBytesPerSecond * TICK) / 1000
+    // The source fetches ahead (at most the lag) within the budget's room; the
+    // pipeline reads what the budget leaves.
+    const prefetch = Math.min(world.prefetchBytes, lag, Math.max(0, world.budgetBytes - held))
+    if (reading) {
+      const read = Math.min(lag, Math.max(0, world.budgetBytes - prefetch - held))
+      lag -= read
+      held += read
+    }
+    // Open batches fill while reading (half a target each on average); the
+    // pipeline seals them when the gate pauses, and all at once when they would
+    // fill the budget (pressure seals, so uploads still get them).
+    const wanted = (world.openPartitions[phase] * batch) / 2
+    const open = reading ? Math.min(wanted, held) : 0
+    const sealed = wanted >= world.budgetBytes - prefetch - batch ? held : held - open
+    const inflight = sealed <= 0 ? 0 : Math.min(limit, Math.max(1, Math.ceil(sealed / batch)))
+    // Completions this tick: `inflight` slots each finishing 100 / latency requests, within the rate.
     const meanLatency = Store.serviceMillis(params, batch, inflight, 1)
-    completions += inflight === 0 ? 0 : (inflight * 100) / meanLatency
+    let due = inflight === 0 ? 0 : (inflight * TICK) / meanLatency
+    if (knobs.rate !== null) {
+      tokens = Math.min(knobs.rate, tokens + (knobs.rate * TICK) / 1000)
+      due = Math.min(due, tokens)
+      tokens -= due
+    }
+    completions += due
     let good = 0
     while (completions >= 1) {
       completions -= 1
@@ -153,17 +275,30 @@ export const drive = <C, S>(policy: Policy.Policy<C, S>, config: C, world: World
           attempt: 1
         }, t)
       } else {
-        good += batch
+        const bytes = Math.min(batch, sealed - good)
+        if (bytes <= 0) continue
+        good += bytes
         feed({ _tag: "UploadSample", at: t, stage: "object_upload", startedAt, latencyMillis: latency, bytes: batch, inflightAtStart: inflight, limitAtStart: limit }, t)
+        // Its manifest upload and verification: bodiless requests under the same load.
+        for (const stage of ["manifest_upload", "verify"] as const) {
+          const millis = Store.serviceMillis(params, 0, inflight, rng.exponential())
+          feed({ _tag: "UploadSample", at: t, stage, startedAt: t - millis, latencyMillis: millis, bytes: 0, inflightAtStart: inflight, limitAtStart: limit }, t)
+        }
       }
     }
-    const inflow = knobs.readGate === "paused" ? 0 : (world.inflowBytesPerSecond * 100) / 1000
-    held = Math.max(0, Math.min(world.budgetBytes, held + inflow - good))
-    lag = Math.max(0, lag + (world.inflowBytesPerSecond * 100) / 1000 - good)
-    feed({ _tag: "Inflight", at: t, batches: inflight, bytes: held, openBytes: 0, budgetBytes: world.budgetBytes }, t)
+    held -= good
+    const heldBytes = held + Math.min(world.prefetchBytes, lag, Math.max(0, world.budgetBytes - held))
+    feed({ _tag: "Inflight", at: t, batches: inflight, bytes: heldBytes, openBytes: Math.min(open, held), budgetBytes: world.budgetBytes }, t)
     feed({ _tag: "Lag", at: t, lag: new Map([[0, Math.round(lag / 150)]]), totalRecords: Math.round(lag / 150) }, t)
     feed({ _tag: "Tick", at: t, knobs }, t)
-    samples.push({ t, knobs: Knob.combine(world.base, [proposal]), overloaded })
+    samples.push({
+      t,
+      knobs: Knob.combine(world.base, [proposal]),
+      phase,
+      overloaded: phase === "overloaded",
+      goodputBytesPerSecond: (good * 1000) / TICK,
+      heldBytes
+    })
   }
   return { samples, proposals }
 }
@@ -282,19 +417,35 @@ export const deterministic = <C, S>(policy: Policy.Policy<C, S>, config: C, worl
     : { property: "deterministic", pass: false, detail: "two drives with one seed gave different proposals" }
 }
 
-/** The pressure a policy exerts on its knobs, higher = more load. */
-const pressure = (k: Knob.KnobValues, knob: "concurrency" | "rate" | "readGate"): number =>
-  knob === "concurrency" ? k.concurrency : knob === "rate" ? (k.rate ?? Infinity) : k.readGate === "open" ? 1 : 0
+/** The knobs the properties read, each as a number. */
+type LoadKnob = "concurrency" | "rate" | "readGate" | "batchTarget"
 
-const movedKnobs = <C>(policy: Policy.Policy<C, unknown>, config: C): Array<"concurrency" | "rate" | "readGate"> => {
+/**
+ * A knob as a number, higher = more load (or, for the batch target, bigger
+ * objects): the read gate is 1 open, 0 paused; no rate limit is `Infinity`.
+ */
+const pressure = (k: Knob.KnobValues, knob: LoadKnob): number =>
+  knob === "concurrency"
+    ? k.concurrency
+    : knob === "rate"
+    ? (k.rate ?? Infinity)
+    : knob === "readGate"
+    ? (k.readGate === "open" ? 1 : 0)
+    : k.batchTarget.bytes
+
+const movedKnobs = <C>(policy: Policy.Policy<C, unknown>, config: C): Array<LoadKnob> => {
   const bounds = policy.bounds(config)
-  return (["concurrency", "rate", "readGate"] as const).filter((k) => bounds[k] !== undefined)
+  return (["concurrency", "rate", "readGate", "batchTarget"] as const).filter((k) => bounds[k] !== undefined)
 }
+
+const show = (knob: LoadKnob, v: number): string =>
+  knob === "readGate" ? (v >= 1 ? "open" : "paused") : knob === "batchTarget" ? `${(v / 1048576).toFixed(1)} MiB` : `${v}`
 
 /**
  * Backs off under sustained overload: during the overload, some knob the policy
- * bounds (concurrency, rate or read gate) drops below its value when the overload
- * began. Not applicable (passes) to policies that bound none of them.
+ * bounds (concurrency, rate, read gate or batch target) drops below its value
+ * when the overload began. Not applicable (passes) to policies that bound none
+ * of them.
  *
  * @since 0.1.0
  */
@@ -302,23 +453,74 @@ export const backsOffUnderOverload = <C, S>(policy: Policy.Policy<C, S>, config:
   const knobs = movedKnobs(policy as Policy.Policy<C, unknown>, config)
   if (knobs.length === 0) return { property: "backsOffUnderOverload", pass: true, detail: "not applicable: moves no load knob" }
   const { samples } = drive(policy, config, world)
-  const before = samples.filter((s) => s.t <= world.overloadFrom).at(-1)
-  const during = samples.filter((s) => s.overloaded)
   const details: Array<string> = []
   for (const knob of knobs) {
-    if (before === undefined) break
-    const start = pressure(before.knobs, knob)
-    const lowest = Math.min(...during.map((s) => pressure(s.knobs, knob)))
-    if (lowest < start) return { property: "backsOffUnderOverload", pass: true, detail: `${knob} ${start} -> ${lowest} under overload` }
-    details.push(`${knob} stayed at ${start}`)
+    const r = recovery(samples, world, knob, 0.8)
+    if (r === undefined) break
+    if (r.lowest < r.start) {
+      return { property: "backsOffUnderOverload", pass: true, detail: `${knob} ${show(knob, r.start)} -> ${show(knob, r.lowest)} under overload` }
+    }
+    details.push(`${knob} stayed at ${show(knob, r.start)}`)
   }
   return { property: "backsOffUnderOverload", pass: false, detail: `did not back off under ${(world.overloadUntil - world.overloadFrom) / 1000} s of overload: ${details.join(", ")}` }
 }
 
+/** One knob through one drive: its value before the overload, lowest during, and when (if) it was back. */
+interface KnobRecovery {
+  readonly start: number
+  readonly lowest: number
+  /** Seconds after the overload until the knob was back to `fraction × start`, within the bound; `null` if not. */
+  readonly backAfter: number | null
+  /** Its value at the bound. */
+  readonly atBound: number
+}
+
+const recovery = (samples: ReadonlyArray<DriveSample>, world: World, knob: LoadKnob, fraction: number): KnobRecovery | undefined => {
+  const before = samples.filter((s) => s.t <= world.overloadFrom).at(-1)
+  if (before === undefined) return undefined
+  const start = pressure(before.knobs, knob)
+  const during = samples.filter((s) => s.phase === "overloaded")
+  const lowest = Math.min(start, ...during.map((s) => pressure(s.knobs, knob)))
+  const after = samples.filter((s) => s.t > world.overloadUntil && s.t <= world.overloadUntil + world.recoveryMillis)
+  const back = after.find((s) => pressure(s.knobs, knob) >= fraction * start)
+  const last = after.at(-1)
+  return {
+    start,
+    lowest,
+    backAfter: back === undefined ? null : (back.t - world.overloadUntil) / 1000,
+    atBound: last === undefined ? start : pressure(last.knobs, knob)
+  }
+}
+
 /**
- * Recovers through its probe after the overload clears: the policy backed off,
- * declares a probe, and within `withinMillis` after the overload ends is back to
- * at least `fraction` of its pre-overload value.
+ * Recovers **through its probe** after the overload clears — the ablation.
+ *
+ * **Details**
+ *
+ * The policy is driven twice through `world`: as declared, and with its probe
+ * disabled (`Policy.ablate`, from the policy's `withoutProbe`). For a knob it
+ * bounds that backed off under the overload, "recovered" means back to at
+ * least `fraction` of its pre-overload value within `world.recoveryMillis`
+ * after the overload ends (for the read gate: open again).
+ *
+ * - A policy declaring a probe passes only if some knob recovers with the
+ *   probe and does **not** recover without it: the probe is what recovers.
+ *   It fails if every knob that recovers also recovers without the probe
+ *   ("recovers without its probe"), if it does not recover, or if its probe
+ *   cannot be disabled (no `withoutProbe`, or `probe(withoutProbe(c))` is not
+ *   `NoProbe`).
+ * - A policy declaring `NoProbe` that recovers anyway passes, reported as
+ *   "recovers without a probe"; one that does not recover fails.
+ * - Not applicable (passes) to policies that bound no load knob.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Fixed } from "@sluice/core"
+ * import { Properties } from "@sluice/testkit"
+ *
+ * Properties.recoversAfterOverload(Fixed.policy, { concurrency: 8 }).pass // false: it never backs off
+ * ```
  *
  * @since 0.1.0
  */
@@ -326,34 +528,57 @@ export const recoversAfterOverload = <C, S>(
   policy: Policy.Policy<C, S>,
   config: C,
   world: World = standardWorld,
-  options: { readonly withinMillis?: number; readonly fraction?: number } = {}
+  options: { readonly fraction?: number } = {}
 ): Verdict => {
   const name = "recoversAfterOverload"
   const knobs = movedKnobs(policy as Policy.Policy<C, unknown>, config)
   if (knobs.length === 0) return { property: name, pass: true, detail: "not applicable: moves no load knob" }
-  const probe = policy.probe(config)
-  const within = options.withinMillis ?? 60_000
   const fraction = options.fraction ?? 0.8
-  const { samples } = drive(policy, config, world)
-  const before = samples.filter((s) => s.t <= world.overloadFrom).at(-1)
-  const during = samples.filter((s) => s.overloaded)
-  const after = samples.filter((s) => s.t > world.overloadUntil && s.t <= world.overloadUntil + within)
+  const bound = world.recoveryMillis / 1000
+  const declared = policy.probe(config)
+  const probed = drive(policy, config, world).samples
+  const ablatable = policy.withoutProbe !== undefined && Policy.probeDisabled(policy, config)
+  const ablated = declared._tag !== "NoProbe" && ablatable ? drive(Policy.ablate(policy), config, world).samples : undefined
   const problems: Array<string> = []
+  const alsoWithout: Array<string> = []
   for (const knob of knobs) {
-    if (before === undefined) break
-    const start = pressure(before.knobs, knob)
-    const lowest = Math.min(...during.map((s) => pressure(s.knobs, knob)))
-    if (lowest >= start) {
-      problems.push(`${knob} never backed off (stayed ${start}), so there was nothing to recover`)
+    const r = recovery(probed, world, knob, fraction)
+    if (r === undefined) break
+    if (r.lowest >= r.start) {
+      problems.push(`${knob} never backed off (stayed ${show(knob, r.start)}), so there was nothing to recover`)
       continue
     }
-    const back = after.find((s) => pressure(s.knobs, knob) >= fraction * start)
-    if (back !== undefined && probe._tag !== "NoProbe") {
-      return { property: name, pass: true, detail: `${knob} back to ${pressure(back.knobs, knob)} (>= ${fraction} x ${start}) ${(back.t - world.overloadUntil) / 1000} s after the overload cleared` }
+    if (r.backAfter === null) {
+      problems.push(`${knob} still at ${show(knob, r.atBound)} (< ${fraction} x ${show(knob, r.start)}) ${bound} s after the overload cleared`)
+      continue
     }
-    problems.push(back === undefined ? `${knob} still below ${fraction} x ${start} ${within / 1000} s after the overload cleared` : `${knob} recovered without a declared probe`)
+    const back = `${knob} back to >= ${fraction} x ${show(knob, r.start)} ${r.backAfter} s after the overload cleared`
+    if (declared._tag === "NoProbe") {
+      return { property: name, pass: true, detail: `recovers without a probe (declares NoProbe: ${declared.reason}): ${back}` }
+    }
+    if (ablated === undefined) continue
+    const a = recovery(ablated, world, knob, fraction)
+    if (a === undefined) continue
+    if (a.lowest < a.start && a.backAfter === null) {
+      return {
+        property: name,
+        pass: true,
+        detail: `${back} with its ${declared._tag}; with the probe disabled still at ${show(knob, a.atBound)} after ${bound} s`
+      }
+    }
+    alsoWithout.push(`${knob} back ${r.backAfter} s after with it, ${a.lowest < a.start ? `${a.backAfter} s after` : "never backed off"} without it`)
   }
-  if (probe._tag === "NoProbe") problems.push(`declares NoProbe (${probe.reason})`)
+  if (declared._tag !== "NoProbe" && !ablatable) {
+    problems.unshift(
+      `declares a ${declared._tag} but it cannot be disabled (${
+        policy.withoutProbe === undefined ? "no withoutProbe" : "probe(withoutProbe(config)) is not NoProbe"
+      }): the ablation cannot show that the probe is what recovers`
+    )
+  }
+  if (alsoWithout.length > 0) {
+    problems.unshift(`recovers without its probe: the probe is not what recovers (${alsoWithout.join("; ")})`)
+  }
+  if (declared._tag === "NoProbe") problems.push(`declares NoProbe (${declared.reason})`)
   return { property: name, pass: false, detail: problems.join("; ") }
 }
 
