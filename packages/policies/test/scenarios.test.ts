@@ -1,17 +1,25 @@
 /**
  * Scenario proofs: every scenario under `packages/policies/scenarios/` is run
  * with its intended policy through the testkit runner (virtual clock) and its
- * `expect` bounds are asserted.
+ * `expect` bounds are asserted — on the scenario's own seed (the one its
+ * constants were tuned on) and on five held-out seeds, {@link HELD_OUT_SEEDS},
+ * that no constant was ever tuned on (every seed used while tuning was ≤ 16).
+ * The margin of every bound on every seed is printed at the end.
  *
- * Where a bound is not met today the gap is listed in `KNOWN_GAPS` with the
- * metric that misses; the test then asserts that exactly those metrics miss
- * (any other failing bound still fails the test, and a gap that closes fails
- * it too, so the list must be kept honest). The scenarios are not weakened.
+ * Every run also checks, from outside the pipeline, that bytes held never
+ * exceeded the memory budget by more than one chunk and that nothing was
+ * committed before it was verified.
+ *
+ * Where a bound is not met today the gap is listed in `KNOWN_GAPS` (per
+ * scenario and seed) with the metric that misses; the test then asserts that
+ * exactly those metrics miss (any other failing bound still fails the test, and
+ * a gap that closes fails it too, so the list must be kept honest). The
+ * scenarios are not weakened.
  */
 import { Aimd, Composition } from "@sluice/policies"
 import { Runner, Scenario, Summary } from "@sluice/testkit"
 import type { Trace } from "@sluice/testkit"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { readdirSync } from "node:fs"
 import { join } from "node:path"
@@ -22,9 +30,40 @@ const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort()
 /** The policy each scenario proves (all: the default composition). */
 const intended = (_name: string): string => "default"
 
-/** Bounds the default composition does not meet yet (see README, "Targets"). */
+/** Seeds never used to tune a constant. */
+export const HELD_OUT_SEEDS = [1001, 1002, 1003, 1004, 1005] as const
+
+/** Bounds the default composition does not meet yet, by `scenario@seed` (see README, "Targets"). */
 const KNOWN_GAPS: Readonly<Record<string, ReadonlyArray<Summary.BoundFailure["metric"]>>> = {
+  // Since the oracle became an upper bound (best object size and in-flight per
+  // phase instead of the configured batch), these scenarios' goodput bounds,
+  // set against the old oracle, are missed (measured 0.931–0.950 vs 0.95, and
+  // 0.795–0.816 vs 0.85); policies were not re-tuned for the new yardstick.
+  "wide-knee@12": ["goodputRatio"],
+  "wide-knee@1001": ["goodputRatio"],
+  "wide-knee@1002": ["goodputRatio"],
+  "wide-knee@1003": ["goodputRatio"],
+  "wide-knee@1004": ["goodputRatio"],
+  "wide-throttle-storm@14": ["goodputRatio"],
+  "wide-throttle-storm@1001": ["goodputRatio"],
+  "wide-throttle-storm@1002": ["goodputRatio"],
+  "wide-throttle-storm@1003": ["goodputRatio"],
+  "wide-throttle-storm@1004": ["goodputRatio"],
+  "wide-throttle-storm@1005": ["goodputRatio"]
 }
+
+/** How far each bound is from failing: actual − min, or max − actual (negative: failed). */
+const margins = (summary: Summary.Summary, expect: Scenario.Scenario["expect"]): Array<string> =>
+  Object.entries(expect).flatMap(([metric, bound]) => {
+    const actual = summary[metric as Summary.BoundFailure["metric"]]
+    const out: Array<string> = []
+    if (bound?.min !== undefined) out.push(`${metric} ${actual} (min ${bound.min}, margin ${actual === null ? "-" : round(actual - bound.min)})`)
+    if (bound?.max !== undefined) out.push(`${metric} ${actual} (max ${bound.max}, margin ${actual === null ? "-" : round(bound.max - actual)})`)
+    return out
+  })
+
+const round = (x: number): number => Math.round(x * 1000) / 1000
+const report: Array<string> = []
 
 const load = (file: string) => Effect.runPromise(Scenario.load(join(dir, file)))
 
@@ -44,16 +83,28 @@ const throttleRateBetween = (trace: Trace.Trace, from: number, to: number): numb
 }
 
 describe("scenarios", () => {
+  afterAll(() => {
+    console.log(`scenario proofs, margin to each bound (held-out seeds ${HELD_OUT_SEEDS.join(", ")}):\n${report.join("\n")}`)
+  })
   for (const file of files) {
-    it(`${file} meets its expect bounds with its intended policy`, async () => {
-      const scenario = await load(file)
-      const spec = intended(scenario.name)
-      const { summary } = await run(scenario, spec, Composition.parse(spec))
-      expect(summary.failure).toBeNull()
-      expect(summary.committedNotVerified).toBe(0)
-      const failed = Summary.check(summary, scenario.expect).map((f) => f.metric).sort()
-      expect(failed).toEqual([...(KNOWN_GAPS[scenario.name] ?? [])].sort())
-    })
+    it(`${file} meets its expect bounds with its intended policy, on its seed and 5 held-out seeds`, async () => {
+      const tuned = await load(file)
+      const spec = intended(tuned.name)
+      const misses: Record<string, Array<string>> = {}
+      const expected: Record<string, Array<string>> = {}
+      for (const seed of [tuned.seed, ...HELD_OUT_SEEDS]) {
+        const scenario = { ...tuned, seed }
+        const { summary } = await run(scenario, spec, Composition.parse(spec))
+        const id = `${tuned.name}@${seed}`
+        expect(summary.failure, id).toBeNull()
+        expect(summary.committedNotVerified, id).toBe(0)
+        expect(summary.heldBytesMax, `${id}: held bytes`).toBeLessThanOrEqual(scenario.pipeline.memoryBudget + summary.largestChunkBytes)
+        misses[id] = Summary.check(summary, scenario.expect).map((f) => f.metric).sort()
+        expected[id] = [...(KNOWN_GAPS[id] ?? [])].sort()
+        report.push(`${id}${seed === tuned.seed ? " (tuned)" : ""}: ${margins(summary, scenario.expect).join("; ")}`)
+      }
+      expect(misses).toEqual(expected)
+    }, 300_000)
   }
 
   it("backs off within 10 s of a throttle storm: ≤ 1 % of requests throttled after that", async () => {
