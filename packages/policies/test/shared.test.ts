@@ -1,8 +1,9 @@
 import { Policy } from "@sluice/core"
 import { SharedPressure } from "@sluice/policies"
 import { describe, expect, it } from "@effect/vitest"
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import * as fc from "fast-check"
+import * as Ablation from "./ablation.ts"
 import { inflight, sample } from "./helpers.ts"
 
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(SharedPressure.SharedPressureConfig)(input)
@@ -79,4 +80,38 @@ describe("SharedPressure", () => {
   it("rejects lowWater above highWater, naming the field", () => {
     expect(() => config({ lowWater: 0.9, highWater: 0.5 })).toThrow(/lowWater/)
   })
+})
+
+// The ablation in the real pipeline (virtual clock): SharedPressure alone, 4
+// uploads, a 1 GiB budget and 50 MB/s inflow; the storm and the slower store
+// after it leave the store behind for good. Paused reads seal the open batches
+// and uploads drain what is held, so the pressure does clear here — slowly:
+// without the re-open probe a pause lasts until 30 % of the budget has drained
+// at the store's pace. Measured (seeds 1–3): probed, one pause of 5.0 s, then
+// reading for the rest of the run; ablated, pauses of 26 s and 33 s while
+// uploads progressed. Goodput against the oracle is the same in both (0.36:
+// the store is the bottleneck); what the probe buys is reading, not bytes.
+describe("SharedPressure in the simulated pipeline: its re-open probe is what ends a pause", () => {
+  const maxPause = 5_000
+  for (const seed of [1, 2, 3]) {
+    it(`seed ${seed}: pauses when the store falls behind; with the probe no pause outlasts maxPause while uploads progress, without it they do`, async () => {
+      const scenario = await Effect.runPromise(Ablation.stormThenSlower(seed, {
+        source: { recordsPerSecond: 333_000, recordBytes: 150, partitions: 8 },
+        pipeline: { memoryBudget: "1 GiB", concurrency: 4, batch: { records: 50_000, bytes: "8 MiB", maxAge: "200 millis" } }
+      }))
+      const { probed, ablated } = await Ablation.ablation(scenario, (options) => SharedPressure.layer({}, options))
+      const withProbe = Ablation.pauses(probed)
+      const without = Ablation.pauses(ablated)
+      // Backoff: reads pause once the store is behind (the storm), in both runs.
+      expect(withProbe.some((p) => p.from >= Ablation.stormFrom)).toBe(true)
+      expect(without.some((p) => p.from >= Ablation.stormFrom)).toBe(true)
+      // Floor and re-open: with the probe every pause during which uploads
+      // progressed ends within maxPause (+ one 100 ms sample) …
+      for (const p of withProbe) if (p.progressing) expect(p.millis).toBeLessThanOrEqual(maxPause + 200)
+      // … without it, a pause lasts at least three times that.
+      expect(Math.max(...without.filter((p) => p.progressing).map((p) => p.millis))).toBeGreaterThanOrEqual(3 * maxPause)
+      // The probe costs no goodput.
+      expect(Ablation.goodputShare(probed, 0, 120_000)).toBeGreaterThanOrEqual(Ablation.goodputShare(ablated, 0, 120_000) - 0.02)
+    })
+  }
 })

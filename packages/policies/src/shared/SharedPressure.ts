@@ -8,7 +8,8 @@
  * - **Floor**: reads are never paused longer than `maxPauseMillis` while uploads
  *   make progress (an upload completed since the pause began).
  * - **Probe** (re-open): when the floor is reached the gate re-opens (`probing`)
- *   and stays open until the high-water mark is crossed again, which starts a
+ *   and stays open until the high-water mark is crossed again (from below: a
+ *   fill still above it at the re-open does not pause again), which starts a
  *   new pause. In-flight bytes stay bounded regardless: the pipeline's byte
  *   semaphore never lets them exceed the budget.
  *
@@ -83,10 +84,16 @@ const onInflight = (s: SharedPressureState, signal: SignalBus.InflightSignal, no
   const budget = c.budgetBytes > 0 ? c.budgetBytes : signal.budgetBytes
   const fill = budget > 0 ? signal.bytes / budget : 0
   const next = { ...s, fill }
+  const pause = { ...next, mode: "paused" as const, pausedAt: now, pauses: s.pauses + 1 }
   switch (s.mode) {
     case "open":
+      return fill >= c.highWater && !fed(s, signal) ? pause : next
     case "probing":
-      return fill >= c.highWater && !fed(s, signal) ? { ...next, mode: "paused", pausedAt: now, pauses: s.pauses + 1 } : next
+      // Re-opened by the floor: open until the high-water mark is crossed
+      // again, from below. A fill still above it at the re-open is what the
+      // floor overrode; pausing on it again at once re-opened for no read at
+      // all (a 10 s pause where 5 s was promised).
+      return fill >= c.highWater && s.fill < c.highWater && !fed(s, signal) ? pause : next
     case "paused":
       return fill <= c.lowWater ? { ...next, mode: "open" } : next
   }
