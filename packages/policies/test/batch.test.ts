@@ -2,7 +2,8 @@ import { Policy } from "@sluice/core"
 import type { SignalBus } from "@sluice/core"
 import { AdaptiveBatch } from "@sluice/policies"
 import { describe, expect, it } from "@effect/vitest"
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
+import * as Ablation from "./ablation.ts"
 import { inflight, sample } from "./helpers.ts"
 
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(AdaptiveBatch.AdaptiveBatchConfig)(input)
@@ -113,6 +114,16 @@ describe("AdaptiveBatch", () => {
     expect(slowAfter.series[1]?.[1]).toBe(Math.round(1.5 * MiB))
   })
 
+  it("never restores while open batches still hold the budget (the restore waits for a window without pressure)", () => {
+    // Checked on every signal, the restore fired right after each window reset
+    // its peak: back to 8 MiB every few seconds in the middle of the pressure.
+    const c = config({ restoreAfterMillis: "3 seconds" })
+    const { series } = drive(c, 200, 1, 60_000, { openFill: 0.6 })
+    const floorAt = series.find(([, b]) => b === c.minBytes)?.[0] ?? Infinity
+    expect(floorAt).toBeLessThan(20_000)
+    expect(series.filter(([t]) => t > floorAt).every(([, b]) => b === c.minBytes)).toBe(true)
+  })
+
   it("does not grow into open-batch pressure", () => {
     // Open batches hold 40 % of the budget: ×1.5 would cross 50 %, so hold.
     const { target } = drive(config(), 200, 1, 30_000, { openFill: 0.4 })
@@ -133,4 +144,34 @@ describe("AdaptiveBatch", () => {
   it("rejects inconsistent sizes, naming the field", () => {
     expect(() => config({ minBytes: "64 MiB", maxObjectBytes: "1 MiB" })).toThrow(/minBytes/)
   })
+})
+
+// The ablation in the real pipeline (virtual clock): a burst on 256 partitions
+// makes open batches hold the budget, so the target shrinks to its floor; then
+// the source goes quiet. With no upload in a window there is no evidence to
+// regrow on, so the target holds at the floor — unless the restore probe
+// returns the last target chosen without pressure. (Where uploads keep
+// flowing, adaptive batch regrows ×growth per window on its own and the probe
+// only shortens that: see conformance.test.ts.) Measured (seeds 1–3): floor
+// reached 18.1 s into the burst; probed back to 8 MiB 9.1 s after it; ablated
+// at 1 MiB to the end (30 s after it).
+describe("AdaptiveBatch in the simulated pipeline: its restore probe is what recovers when there is nothing to regrow on", () => {
+  const target = (r: { readonly batchTargetBytes: number }) => r.batchTargetBytes
+  for (const seed of [1, 2, 3]) {
+    it(`seed ${seed}: shrinks to its floor under open-batch pressure, and only the probed run is restored once the source is quiet`, async () => {
+      const scenario = await Effect.runPromise(Ablation.burstThenQuiet(seed))
+      const { probed, ablated } = await Ablation.ablation(scenario, (options) => AdaptiveBatch.layer({}, options), { batchBytes: MiB })
+      const before = Ablation.at(probed, Ablation.burstFrom, target)
+      expect(before).toBe(8 * MiB)
+      // Backoff, down to the floor and never below it.
+      expect(Ablation.min(Ablation.rows(probed, Ablation.burstFrom, Ablation.burstUntil), target)).toBe(MiB)
+      for (const run of [probed, ablated]) {
+        expect(run.summary.floorViolations).toBe(0)
+        expect(Ablation.min(Ablation.rows(run), target)).toBeGreaterThanOrEqual(MiB)
+      }
+      // Restored within 15 s of the burst with the probe; at the floor to the end without.
+      expect(Ablation.secondsUntil(probed, Ablation.burstUntil, (r) => r.batchTargetBytes >= 0.8 * before)).toBeLessThanOrEqual(15)
+      expect(Ablation.max(Ablation.rows(ablated, Ablation.burstUntil), target)).toBe(MiB)
+    })
+  }
 })

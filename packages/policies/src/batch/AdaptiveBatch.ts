@@ -35,8 +35,9 @@
  * > 0 overrides it).
  *
  * **Restore probe**: the target can be pushed to its floor by a transient
- * condition; after `restoreAfterMillis` at the floor without open-batch pressure
- * it is restored to the last target chosen without pressure (BBR-style).
+ * condition; once it has sat at the floor `restoreAfterMillis`, the first
+ * window without open-batch pressure restores it to the last target chosen
+ * without pressure (BBR-style) instead of regrowing ×`growth` per window.
  *
  * Modes: `growing`, `holding`, `shrinking`.
  *
@@ -239,6 +240,13 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   const next = { ...s, windowStart: now, windowSamples: 0, openPeak: 0 }
   // Open batches do not fit in memory: they would be sealed by pressure.
   if (s.openPeak >= c.openShrinkAt) return { ...next, mode: "shrinking", target: clamp(s.target / c.growth) }
+  // Restore probe: at the floor for `restoreAfterMillis`, and a whole window
+  // without open-batch pressure (decided per window: a window's peak, not one
+  // signal, says the pressure is gone — checked on every signal, it fired
+  // right after each window reset the peak, in the middle of the pressure).
+  if (c.restore && s.target <= c.minBytes && now - s.atFloorSince >= c.restoreAfterMillis) {
+    return { ...next, mode: "growing", target: clamp(Math.max(s.lastGood, c.minBytes)), atFloorSince: Infinity }
+  }
   if (s.windowSamples < c.minSamples) return { ...next, mode: "holding", target: clamp(s.target) }
   const fit = estimate(s)
   const mayGrow = s.openPeak * c.growth < c.openShrinkAt
@@ -345,13 +353,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
     }
     if (next.windowStart === -Infinity) next = { ...next, windowStart: now }
     else if (now - next.windowStart >= Math.max(1, next.config.windowMillis)) next = decide(next, now)
-    // Restore probe: stuck at the floor without open-batch pressure.
-    const atFloor = next.target <= next.config.minBytes
-    const atFloorSince = atFloor ? Math.min(next.atFloorSince, now) : Infinity
-    next = { ...next, atFloorSince }
-    if (next.config.restore && atFloor && next.openPeak < next.config.openShrinkAt && now - atFloorSince >= next.config.restoreAfterMillis) {
-      next = { ...next, target: Math.min(ceilingOf(next), Math.max(next.lastGood, next.config.minBytes)), atFloorSince: Infinity }
-    }
+    next = { ...next, atFloorSince: next.target <= next.config.minBytes ? Math.min(next.atFloorSince, now) : Infinity }
     return next.target === s.proposed
       ? { state: next }
       : { state: { ...next, proposed: next.target }, proposal: { batchTarget: { bytes: next.target } } }
