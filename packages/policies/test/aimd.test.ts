@@ -1,8 +1,9 @@
 import { Config, Policy } from "@sluice/core"
 import { Aimd } from "@sluice/policies"
 import { describe, expect, it } from "@effect/vitest"
-import { Result, Schema } from "effect"
+import { Effect, Result, Schema } from "effect"
 import * as fc from "fast-check"
+import * as Ablation from "./ablation.ts"
 import { at, closedLoop, failure, knee, objectStoreLoop, prng, range, sample, tick } from "./helpers.ts"
 
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(Aimd.AimdConfig)(input)
@@ -253,4 +254,39 @@ describe("Aimd", () => {
     expect(Aimd.policy.bounds(c)).toEqual({ concurrency: { floor: 2, ceiling: 50 } })
     expect(Aimd.policy.probe(c)._tag).toBe("PinnedProbe")
   })
+})
+
+// The ablation in the real pipeline (virtual clock): a throttle storm drives
+// AIMD to its floor, and the store comes back slower for good (40 ms + 8 MiB/s
+// per request instead of 10 ms + 32 MiB/s). Its baseline only moves down
+// between probes, so without the probe the new store reads as congested
+// forever. Measured (seeds 1–3): probed back to 0.8× its pre-storm limit in
+// 18.5–23.4 s and to 90 % of the oracle in 24.9–27.3 s; ablated at 1 from
+// 15 s after the storm to the end (60 s), 4–5 % of the oracle.
+describe("Aimd in the simulated pipeline: its forced probe is what recovers", () => {
+  const concurrency = (r: { readonly concurrency: number }) => r.concurrency
+  for (const seed of [1, 2, 3]) {
+    it(`seed ${seed}: backs off in a throttle storm, keeps its floor, and only the probed run re-learns a store slower for good`, async () => {
+      const scenario = await Effect.runPromise(Ablation.stormThenSlower(seed))
+      const { probed, ablated } = await Ablation.ablation(scenario, (options) => Aimd.layer({}, options), { concurrency: 1 })
+      const before = Ablation.at(probed, Ablation.stormFrom, concurrency)
+      expect(before).toBeGreaterThanOrEqual(12)
+      // Backoff: within 5 s of the storm, a handful of uploads at most.
+      expect(Ablation.max(Ablation.rows(probed, Ablation.stormFrom + 5_000, Ablation.stormUntil), concurrency)).toBeLessThanOrEqual(5)
+      // Floor: never below 1, in either run.
+      for (const run of [probed, ablated]) {
+        expect(run.summary.floorViolations).toBe(0)
+        expect(Ablation.min(Ablation.rows(run), concurrency)).toBeGreaterThanOrEqual(1)
+      }
+      // The probed run probes after the storm and comes back (bound 40 s) …
+      expect(Ablation.rows(probed, Ablation.stormUntil).some((r) => r.probing > 0)).toBe(true)
+      expect(Ablation.secondsUntil(probed, Ablation.stormUntil, (r) => r.concurrency >= 0.8 * before)).toBeLessThanOrEqual(40)
+      expect(Ablation.recoverySeconds(probed, Ablation.stormUntil)).toBeLessThanOrEqual(40)
+      // … the ablated one does not, within the whole 60 s after the storm.
+      expect(Ablation.max(Ablation.rows(ablated, Ablation.stormUntil + 15_000), concurrency)).toBeLessThanOrEqual(2)
+      expect(Ablation.secondsUntil(ablated, Ablation.stormUntil, (r) => r.concurrency >= 0.8 * before)).toBeNull()
+      expect(Ablation.recoverySeconds(ablated, Ablation.stormUntil)).toBeNull()
+      expect(Ablation.goodputShare(ablated, Ablation.stormUntil, 120_000)).toBeLessThan(0.2)
+    })
+  }
 })

@@ -1,7 +1,8 @@
 import { Policy } from "@sluice/core"
 import { Classify, CubicRate, Throttle } from "@sluice/policies"
 import { describe, expect, it } from "@effect/vitest"
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
+import * as Ablation from "./ablation.ts"
 import { failure, sample } from "./helpers.ts"
 
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(Throttle.ThrottleConfig)(input)
@@ -236,4 +237,39 @@ describe("Throttle regrowth toward the throttled level", () => {
     const moved = Throttle.policy.step(grown, { ...failure(500, "Throttled", { startedAt: 400, limitAtStart: 13 }), inflightAtStart: 10 }, 500).state
     expect(moved.limit).toBe(5)
   })
+})
+
+// The ablation in the real pipeline (virtual clock): Throttle alone over a base
+// concurrency of 32. A throttle storm (503 above 1 in flight) leaves 2 as the
+// lowest throttled level; after it the store takes a second per 8 MiB. Without
+// its restore probe the limit regrows to just below that level, plateaus
+// there for `probeAboveAfter` successes and then climbs a step per (1 s)
+// round. Measured (seeds 1–3): probed back to 0.8 × 32 in 6.1–8.9 s and to
+// 90 % of the oracle in 7.7–10.3 s; ablated still at 11 at the end (60 s after
+// the storm), 5–6 % of the oracle.
+describe("Throttle in the simulated pipeline: its restore probe is what recovers", () => {
+  const concurrency = (r: { readonly concurrency: number }) => r.concurrency
+  for (const seed of [1, 2, 3]) {
+    it(`seed ${seed}: backs off in a throttle storm, keeps its floor, and only the probed run restores the pre-storm limit`, async () => {
+      const scenario = await Effect.runPromise(Ablation.stormThenSlower(seed))
+      const { probed, ablated } = await Ablation.ablation(scenario, (options) => Throttle.layer({}, options), { concurrency: 1 })
+      const before = Ablation.at(probed, Ablation.stormFrom, concurrency)
+      expect(before).toBe(32)
+      // Backoff: at most 2 uploads for most of the storm (its restore probe
+      // tries the old limit now and then and is cut at once).
+      const storm = Ablation.rows(probed, Ablation.stormFrom + 5_000, Ablation.stormUntil)
+      expect(storm.filter((r) => r.concurrency <= 2).length / storm.length).toBeGreaterThan(0.7)
+      for (const run of [probed, ablated]) {
+        expect(run.summary.floorViolations).toBe(0)
+        expect(Ablation.min(Ablation.rows(run), concurrency)).toBeGreaterThanOrEqual(1)
+      }
+      // The probed run is back within 15 s of the storm …
+      expect(Ablation.secondsUntil(probed, Ablation.stormUntil, (r) => r.concurrency >= 0.8 * before)).toBeLessThanOrEqual(15)
+      expect(Ablation.recoverySeconds(probed, Ablation.stormUntil)).toBeLessThanOrEqual(15)
+      // … the ablated one not within 60 s.
+      expect(Ablation.secondsUntil(ablated, Ablation.stormUntil, (r) => r.concurrency >= 0.8 * before)).toBeNull()
+      expect(Ablation.recoverySeconds(ablated, Ablation.stormUntil)).toBeNull()
+      expect(Ablation.goodputShare(ablated, Ablation.stormUntil, 120_000)).toBeLessThan(0.2)
+    })
+  }
 })
