@@ -439,7 +439,17 @@ const movedKnobs = <C>(policy: Policy.Policy<C, unknown>, config: C): Array<Load
 }
 
 const show = (knob: LoadKnob, v: number): string =>
-  knob === "readGate" ? (v >= 1 ? "open" : "paused") : knob === "batchTarget" ? `${(v / 1048576).toFixed(1)} MiB` : `${v}`
+  knob === "readGate"
+    ? (v >= 1 ? "open" : "paused")
+    : knob === "batchTarget"
+    ? `${(v / 1048576).toFixed(1)} MiB`
+    : knob === "rate"
+    ? (v === Infinity ? "unlimited" : `${v.toFixed(1)}/s`)
+    : `${v}`
+
+/** What "back" means for a knob that started at `start`. */
+const backTo = (knob: LoadKnob, start: number, fraction: number): string =>
+  knob === "readGate" || start === Infinity ? show(knob, start) : `>= ${fraction} x ${show(knob, start)}`
 
 /**
  * Backs off under sustained overload: during the overload, some knob the policy
@@ -503,12 +513,13 @@ const recovery = (samples: ReadonlyArray<DriveSample>, world: World, knob: LoadK
  * least `fraction` of its pre-overload value within `world.recoveryMillis`
  * after the overload ends (for the read gate: open again).
  *
- * - A policy declaring a probe passes only if some knob recovers with the
- *   probe and does **not** recover without it: the probe is what recovers.
- *   It fails if every knob that recovers also recovers without the probe
- *   ("recovers without its probe"), if it does not recover, or if its probe
- *   cannot be disabled (no `withoutProbe`, or `probe(withoutProbe(c))` is not
- *   `NoProbe`).
+ * - Every knob that backed off must recover with the probe (a policy that
+ *   never backed off, or left a knob down, fails).
+ * - A policy declaring a probe passes only if, besides, some of those knobs
+ *   do **not** recover without it: the probe is what recovers. It fails if
+ *   they all recover without the probe too ("recovers without its probe"), or
+ *   if its probe cannot be disabled (no `withoutProbe`, or
+ *   `probe(withoutProbe(c))` is not `NoProbe`).
  * - A policy declaring `NoProbe` that recovers anyway passes, reported as
  *   "recovers without a probe"; one that does not recover fails.
  * - Not applicable (passes) to policies that bound no load knob.
@@ -539,47 +550,46 @@ export const recoversAfterOverload = <C, S>(
   const probed = drive(policy, config, world).samples
   const ablatable = policy.withoutProbe !== undefined && Policy.probeDisabled(policy, config)
   const ablated = declared._tag !== "NoProbe" && ablatable ? drive(Policy.ablate(policy), config, world).samples : undefined
-  const problems: Array<string> = []
+  const stuck: Array<string> = []
+  const back: Array<string> = []
+  const byProbe: Array<string> = []
   const alsoWithout: Array<string> = []
   for (const knob of knobs) {
     const r = recovery(probed, world, knob, fraction)
-    if (r === undefined) break
-    if (r.lowest >= r.start) {
-      problems.push(`${knob} never backed off (stayed ${show(knob, r.start)}), so there was nothing to recover`)
-      continue
-    }
+    if (r === undefined || r.lowest >= r.start) continue
     if (r.backAfter === null) {
-      problems.push(`${knob} still at ${show(knob, r.atBound)} (< ${fraction} x ${show(knob, r.start)}) ${bound} s after the overload cleared`)
+      stuck.push(`${knob} still ${show(knob, r.atBound)}, not back ${backTo(knob, r.start, fraction)}, ${bound} s after the overload cleared`)
       continue
     }
-    const back = `${knob} back to >= ${fraction} x ${show(knob, r.start)} ${r.backAfter} s after the overload cleared`
-    if (declared._tag === "NoProbe") {
-      return { property: name, pass: true, detail: `recovers without a probe (declares NoProbe: ${declared.reason}): ${back}` }
-    }
-    if (ablated === undefined) continue
-    const a = recovery(ablated, world, knob, fraction)
+    back.push(`${knob} back ${backTo(knob, r.start, fraction)} ${r.backAfter} s after the overload cleared`)
+    const a = ablated === undefined ? undefined : recovery(ablated, world, knob, fraction)
     if (a === undefined) continue
-    if (a.lowest < a.start && a.backAfter === null) {
-      return {
-        property: name,
-        pass: true,
-        detail: `${back} with its ${declared._tag}; with the probe disabled still at ${show(knob, a.atBound)} after ${bound} s`
-      }
-    }
-    alsoWithout.push(`${knob} back ${r.backAfter} s after with it, ${a.lowest < a.start ? `${a.backAfter} s after` : "never backed off"} without it`)
+    if (a.lowest < a.start && a.backAfter === null) byProbe.push(`${knob} still ${show(knob, a.atBound)}`)
+    else alsoWithout.push(`${knob} back ${r.backAfter} s after with it, ${a.lowest < a.start ? `${a.backAfter} s after` : "never backed off"} without it`)
   }
-  if (declared._tag !== "NoProbe" && !ablatable) {
-    problems.unshift(
+  const fail = (detail: string): Verdict => ({ property: name, pass: false, detail })
+  // Every knob that backed off must come back…
+  if (back.length === 0 && stuck.length === 0) {
+    return fail(`never backed off, so there was nothing to recover${declared._tag === "NoProbe" ? `; declares NoProbe (${declared.reason})` : ""}`)
+  }
+  if (stuck.length > 0) return fail(`${stuck.join("; ")}${declared._tag === "NoProbe" ? `; declares NoProbe (${declared.reason})` : ""}`)
+  if (declared._tag === "NoProbe") {
+    return { property: name, pass: true, detail: `recovers without a probe (declares NoProbe: ${declared.reason}): ${back.join("; ")}` }
+  }
+  // …and, with the probe disabled, some of them must not.
+  if (ablated === undefined) {
+    return fail(
       `declares a ${declared._tag} but it cannot be disabled (${
         policy.withoutProbe === undefined ? "no withoutProbe" : "probe(withoutProbe(config)) is not NoProbe"
       }): the ablation cannot show that the probe is what recovers`
     )
   }
-  if (alsoWithout.length > 0) {
-    problems.unshift(`recovers without its probe: the probe is not what recovers (${alsoWithout.join("; ")})`)
+  if (byProbe.length === 0) return fail(`recovers without its probe: the probe is not what recovers (${alsoWithout.join("; ")})`)
+  return {
+    property: name,
+    pass: true,
+    detail: `${back.join("; ")} with its ${declared._tag}; with the probe disabled, after ${bound} s: ${byProbe.join("; ")}`
   }
-  if (declared._tag === "NoProbe") problems.push(`declares NoProbe (${declared.reason})`)
-  return { property: name, pass: false, detail: problems.join("; ") }
 }
 
 /**

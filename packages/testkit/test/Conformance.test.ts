@@ -84,6 +84,10 @@ conformanceLayer("halver", (options) => Policy.layer(Halver, halving, options), 
 conformanceLayer("fixed:8", Fixed.layer({ concurrency: 8 }), { floor: 8, ceiling: 8 }, {
   expectFailure: ["backsOffUnderOverload", "recoversAfterOverload"]
 })
+// A declared probe that is not what recovers fails there too.
+conformanceLayer("declarer", (options) => Policy.layer(Declarer, halving, options), { floor: 1, ceiling: 64 }, {
+  expectFailure: ["recoversAfterOverload"]
+})
 
 describe("Properties", () => {
   it("Fixed passes bounds, determinism and finiteness, and fails backoff and recovery", () => {
