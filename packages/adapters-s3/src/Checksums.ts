@@ -150,3 +150,67 @@ export const objectChecksum = async (
  */
 export const compositeOf = async (algorithm: ChecksumAlgorithm, partDigests: ReadonlyArray<Uint8Array>): Promise<string> =>
   `${toBase64(await digest(algorithm, Buffer.concat(partDigests)))}-${partDigests.length}`
+
+/**
+ * The `Checksum*` fields of S3 requests and responses (`PutObject`,
+ * `UploadPart`, `CompleteMultipartUpload`, `HeadObject`).
+ *
+ * @since 0.1.0
+ */
+export interface ChecksumFields {
+  ChecksumCRC64NVME?: string | undefined
+  ChecksumCRC32C?: string | undefined
+  ChecksumSHA256?: string | undefined
+}
+
+/**
+ * The request field carrying `value` for `algorithm`, to spread into an SDK
+ * command's input so the store checks the bytes it receives.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Checksums } from "@sluice/adapter-s3"
+ *
+ * Checksums.requestFields("CRC32C", "yZRlqg==") // { ChecksumCRC32C: "yZRlqg==" }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const requestFields = (algorithm: ChecksumAlgorithm, value: string): ChecksumFields => {
+  switch (algorithm) {
+    case "CRC64NVME":
+      return { ChecksumCRC64NVME: value }
+    case "CRC32C":
+      return { ChecksumCRC32C: value }
+    case "SHA256":
+      return { ChecksumSHA256: value }
+  }
+}
+
+/**
+ * The value for `algorithm` that a response (e.g. `HeadObject` with
+ * `ChecksumMode: ENABLED`) reports; `undefined` when the store did not report
+ * one.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Checksums } from "@sluice/adapter-s3"
+ *
+ * Checksums.reported("SHA256", { ChecksumSHA256: "abc=" }) // "abc="
+ * Checksums.reported("CRC32C", { ChecksumSHA256: "abc=" }) // undefined
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const reported = (algorithm: ChecksumAlgorithm, output: ChecksumFields): string | undefined => {
+  switch (algorithm) {
+    case "CRC64NVME":
+      return output.ChecksumCRC64NVME
+    case "CRC32C":
+      return output.ChecksumCRC32C
+    case "SHA256":
+      return output.ChecksumSHA256
+  }
+}

@@ -4,9 +4,14 @@
  * `Transient`, and everything retrying cannot fix (including a checksum the
  * store rejected) as `Fatal`.
  *
- * The SDK's own predicates (`@smithy/service-error-classification`) decide by
- * error name; the HTTP status decides too, because a 503 on HEAD has no body and
- * arrives as `name: "Unknown"`.
+ * This module is Sluice's single S3 error classifier. It decides with the AWS
+ * SDK's own predicates (`isThrottlingError`, `isTransientError`,
+ * `isServerError` of `@smithy/service-error-classification`, which also know
+ * Node's socket and DNS codes) and adds only what S3 needs on top: the HTTP
+ * status decides too (a 503 on HEAD has no body and arrives as
+ * `name: "Unknown"`), and S3's checksum refusals are never retried. The
+ * `Classify` module of `@sluice/policies` is generic (any HTTP client) and
+ * holds no S3 knowledge.
  *
  * @since 0.1.0
  */
@@ -37,24 +42,35 @@ export const DIGEST_CODES: ReadonlySet<string> = new Set([
   "InvalidPart"
 ])
 
-/** Statuses that say "slow down" whatever the body (or its absence) says. */
-const THROTTLE_STATUSES: ReadonlySet<number> = new Set([429, 503])
-/** Statuses worth retrying that say nothing about load. */
-const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([408, 500, 502, 504])
-/** Socket-level failures without a response. */
-const NETWORK_CODES: ReadonlySet<string> = new Set([
-  "ECONNRESET",
+/**
+ * Codes of a store that cannot be reached at all: connection refused, no
+ * route, and DNS failures. They are classified `Transient` (a restarting
+ * server refuses connections for a moment) with the code kept in
+ * `SinkFailure.code`, so a retry policy can tell them from a reset and give up
+ * after a few attempts (a wrong endpoint never starts answering).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * S3Errors.UNREACHABLE_CODES.has("ECONNREFUSED") // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
   "ECONNREFUSED",
-  "ECONNABORTED",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
   "ENOTFOUND",
   "EAI_AGAIN",
-  "UND_ERR_SOCKET"
+  "EHOSTUNREACH",
+  "ENETUNREACH"
 ])
-const NETWORK_NAMES: ReadonlySet<string> = new Set(["TimeoutError", "RequestTimeout", "RequestTimeoutException"])
+
+/** S3 answers 503 only to say "slow down" (`SlowDown`, or a bodiless 503 on HEAD). */
+const THROTTLE_STATUS = 503
+/** A request timeout answered by the server; the SDK names it `RequestTimeout` only when there is a body. */
+const TIMEOUT_STATUS = 408
 
 interface ErrorShape {
   readonly name?: unknown
@@ -62,7 +78,9 @@ interface ErrorShape {
   readonly code?: unknown
   readonly Code?: unknown
   readonly cause?: unknown
-  readonly $metadata?: { readonly httpStatusCode?: unknown } | undefined
+  readonly errors?: unknown
+  readonly $retryable?: unknown
+  readonly $metadata?: { readonly httpStatusCode?: unknown; readonly clockSkewCorrected?: unknown } | undefined
   readonly $response?: { readonly statusCode?: unknown; readonly headers?: unknown } | undefined
 }
 
@@ -91,10 +109,21 @@ export const statusOf = (error: unknown): number | undefined => {
   return typeof s === "number" && s > 0 ? s : undefined
 }
 
+/** A Node system code (`ECONNREFUSED`) on the error, its cause, or the first of an `AggregateError`'s errors. */
+const systemCodeOf = (error: unknown, depth = 0): string | undefined => {
+  const e = shapeOf(error)
+  const own = str(e.code)
+  if (own !== undefined || depth >= 5) return own
+  const inner = Array.isArray(e.errors) && e.errors.length > 0 ? e.errors[0] : undefined
+  return (e.cause !== undefined ? systemCodeOf(e.cause, depth + 1) : undefined) ??
+    (inner !== undefined ? systemCodeOf(inner, depth + 1) : undefined)
+}
+
 /**
  * The provider error code: the SDK's `name` (`SlowDown`, `BadDigest`, `Unknown`
- * for a bodiless response, `TimeoutError`), else a Node socket code
- * (`ECONNRESET`).
+ * for a bodiless response, `TimeoutError`), else a Node system code
+ * (`ECONNRESET`, `ECONNREFUSED`, `ENOTFOUND`), looked up in the error's `cause`
+ * and in an `AggregateError`'s errors too.
  *
  * **Example**
  *
@@ -109,8 +138,7 @@ export const statusOf = (error: unknown): number | undefined => {
 export const codeOf = (error: unknown): string => {
   const e = shapeOf(error)
   const name = str(e.Code) ?? str(e.name)
-  const sys = str(e.code) ?? str(shapeOf(e.cause).code)
-  if (name === undefined || name === "Error") return sys ?? name ?? "Unknown"
+  if (name === undefined || name === "Error" || name === "AggregateError") return systemCodeOf(error) ?? name ?? "Unknown"
   return name
 }
 
@@ -147,7 +175,9 @@ export const parseRetryAfter = (value: string | undefined, now: number): number 
 }
 
 /**
- * The server-requested delay of an SDK error's response, in milliseconds.
+ * The server-requested delay of an SDK error's response, in milliseconds:
+ * `Retry-After` (seconds or an HTTP date), else AWS's `x-amz-retry-after`
+ * (milliseconds).
  *
  * **Example**
  *
@@ -160,18 +190,11 @@ export const parseRetryAfter = (value: string | undefined, now: number): number 
  *
  * @since 0.1.0
  */
-export const retryAfterOf = (error: unknown, now: number = Date.now()): number | undefined =>
-  parseRetryAfter(headerOf(error, "retry-after"), now)
-
-const isNetworkError = (error: unknown, depth = 0): boolean => {
-  const e = shapeOf(error)
-  const code = str(e.code)
-  const name = str(e.name)
-  const message = str(e.message) ?? ""
-  if (code !== undefined && NETWORK_CODES.has(code)) return true
-  if (name !== undefined && NETWORK_NAMES.has(name)) return true
-  if (/socket hang up|ECONNRESET|EPIPE|timed? ?out/i.test(message)) return true
-  return e.cause !== undefined && depth < 5 && isNetworkError(e.cause, depth + 1)
+export const retryAfterOf = (error: unknown, now: number = Date.now()): number | undefined => {
+  const standard = parseRetryAfter(headerOf(error, "retry-after"), now)
+  if (standard !== undefined) return standard
+  const amz = headerOf(error, "x-amz-retry-after")
+  return amz !== undefined && /^\d+$/.test(amz.trim()) ? Number(amz.trim()) : undefined
 }
 
 const messageOf = (error: unknown): string => {
@@ -180,21 +203,79 @@ const messageOf = (error: unknown): string => {
 }
 
 /**
- * Classifies any error thrown by an S3 request into the core's class.
+ * What the SDK's predicates read (`name`, `code`, `message`, `cause`,
+ * `$retryable`, `$metadata`), with the status from wherever the error put it.
+ */
+const sdkView = (error: unknown, status: number | undefined): SdkError => {
+  const e = shapeOf(error)
+  const view = new Error(messageOf(error))
+  view.name = str(e.name) ?? "Error"
+  return Object.assign(view, {
+    code: systemCodeOf(error),
+    cause: e.cause,
+    $retryable: e.$retryable,
+    $metadata: {
+      httpStatusCode: status,
+      ...(e.$metadata?.clockSkewCorrected === true ? { clockSkewCorrected: true as const } : {})
+    }
+  }) as SdkError
+}
+
+/**
+ * The class of an S3 error, from its code and status.
+ *
+ * **When to use**
+ *
+ * Where only the class is needed; {@link classify} builds the whole
+ * `SinkFailure`.
  *
  * **Details**
  *
  * In order:
- * 1. a checksum refusal (`BadDigest`, `InvalidDigest`, `XAmzContentSHA256Mismatch`,
- *    `InvalidPart`) is `Fatal`: the bytes are wrong, never retry them blindly;
- * 2. status 429 or 503, or `isThrottlingError`, is `Throttled` (so a bodiless
- *    503 on HEAD, named `Unknown`, is a throttle);
- * 3. status 408/500/502/504, `isTransientError`, `isServerError`, a socket reset
- *    or a timeout is `Transient`;
- * 4. any other status (4xx) is `Fatal`; an error without a response that is not
- *    a network failure is `Fatal` too (a bug or a misconfiguration).
+ * 1. a checksum refusal ({@link DIGEST_CODES}) is `Fatal`: the bytes are
+ *    wrong, never retry them blindly;
+ * 2. status 503, or the SDK's `isThrottlingError` (429, `SlowDown`,
+ *    `ThrottlingException`, `$retryable.throttling`, …) is `Throttled` (so a
+ *    bodiless 503 on HEAD, named `Unknown`, is a throttle);
+ * 3. status 408, or the SDK's `isTransientError` (500/502/504, timeouts,
+ *    `ECONNRESET`, `ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, … also in the
+ *    error's `cause`; never an `AbortError`) or `isServerError` (other 5xx) is
+ *    `Transient`;
+ * 4. anything else is `Fatal`: another 4xx, or an error without a response
+ *    that is not a network failure (a bug or a misconfiguration).
  *
- * `retryAfterMillis` comes from the `Retry-After` response header.
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * S3Errors.classOf({ name: "Unknown", $metadata: { httpStatusCode: 503 } }) // "Throttled"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const classOf = (error: unknown): Failure.FailureClass => {
+  const status = statusOf(error)
+  if (DIGEST_CODES.has(codeOf(error))) return "Fatal"
+  const sdk = sdkView(error, status)
+  if (status === THROTTLE_STATUS || isThrottlingError(sdk)) return "Throttled"
+  if (status === TIMEOUT_STATUS || isTransientError(sdk) || isServerError(sdk)) return "Transient"
+  return "Fatal"
+}
+
+/**
+ * Classifies any error thrown by an S3 request into a core `SinkFailure`.
+ *
+ * **When to use**
+ *
+ * Around every SDK call of an S3 sink (the sink does it for you).
+ *
+ * **Details**
+ *
+ * The class is {@link classOf}; `code` is {@link codeOf} (so connection
+ * refused and DNS failures keep `ECONNREFUSED` / `ENOTFOUND` / `EAI_AGAIN`, see
+ * {@link UNREACHABLE_CODES}); `retryAfterMillis` comes from the `Retry-After`
+ * response header. A `SinkFailure` is returned as it is.
  *
  * **Example**
  *
@@ -211,21 +292,10 @@ const messageOf = (error: unknown): string => {
  */
 export const classify = (error: unknown, stage: Failure.Stage, now: number = Date.now()): Failure.SinkFailure => {
   if (error instanceof Failure.SinkFailure) return error
-  const status = statusOf(error)
-  const code = codeOf(error)
-  const sdk = (error instanceof Error ? error : Object.assign(new Error(messageOf(error)), shapeOf(error))) as SdkError
-  const failureClass: Failure.FailureClass = DIGEST_CODES.has(code)
-    ? "Fatal"
-    : (status !== undefined && THROTTLE_STATUSES.has(status)) || isThrottlingError(sdk)
-    ? "Throttled"
-    : (status !== undefined && TRANSIENT_STATUSES.has(status)) || isTransientError(sdk) || isServerError(sdk) ||
-        (status === undefined && isNetworkError(error))
-    ? "Transient"
-    : "Fatal"
   return new Failure.SinkFailure({
-    failureClass,
-    code,
-    status,
+    failureClass: classOf(error),
+    code: codeOf(error),
+    status: statusOf(error),
     stage,
     retryAfterMillis: retryAfterOf(error, now),
     message: messageOf(error)
@@ -247,3 +317,25 @@ export const classify = (error: unknown, stage: Failure.Stage, now: number = Dat
  * @since 0.1.0
  */
 export const isDigestMismatch = (error: unknown): boolean => DIGEST_CODES.has(codeOf(error))
+
+/**
+ * Whether `error` (an SDK error or a classified `SinkFailure`) says the store
+ * could not be reached at all (connection refused, no route, DNS).
+ *
+ * **When to use**
+ *
+ * In a retry decision: an unreachable endpoint deserves a few attempts (a
+ * server restarting), not a retry budget of hours.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * S3Errors.isUnreachable(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" })) // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const isUnreachable = (error: unknown): boolean =>
+  UNREACHABLE_CODES.has(error instanceof Failure.SinkFailure ? error.code : codeOf(error))

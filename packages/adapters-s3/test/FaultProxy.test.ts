@@ -2,9 +2,11 @@
  * Every failure class, produced by a real S3 server behind the fault proxy and
  * seen through the real AWS SDK (one attempt per request).
  */
+import * as Net from "node:net"
 import { Effect } from "effect"
 import type { Scope } from "effect"
 import { beforeEach, describe, expect, it } from "vitest"
+import * as S3Errors from "../src/S3Errors.ts"
 import * as S3Sink from "../src/S3Sink.ts"
 import { batchOf } from "./support/Batches.ts"
 import * as Env from "./support/Env.ts"
@@ -129,4 +131,38 @@ describe("classification through the real SDK", () => {
     )
     expect(error).toMatchObject({ failureClass: "Throttled", stage: "manifest_upload" })
   })
+
+  it("connection refused (a closed port on 127.0.0.1) → Transient ECONNREFUSED, on put and on verify", async () => {
+    const port = await closedPort()
+    const { put, verify } = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sink = yield* S3Sink.make(Env.sinkConfig("unreachable", {}, `http://127.0.0.1:${port}`))
+      const put = yield* Effect.flip(sink.putObject(batch))
+      const verify = yield* Effect.flip(sink.verify({ key: batch.key, objectBytes: 1, checksum: { algorithm: "CRC64NVME", value: "x" } }))
+      return { put, verify }
+    })))
+    expect(put).toMatchObject({ _tag: "SinkFailure", failureClass: "Transient", code: "ECONNREFUSED", status: undefined, stage: "object_upload" })
+    expect(verify).toMatchObject({ _tag: "SinkFailure", failureClass: "Transient", code: "ECONNREFUSED", stage: "verify" })
+    expect(S3Errors.isUnreachable(put)).toBe(true)
+  })
+
+  it("a host name that does not resolve → Transient ENOTFOUND (or EAI_AGAIN without a resolver)", async () => {
+    const error = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sink = yield* S3Sink.make(Env.sinkConfig("unresolvable", {}, "http://sluice-no-such-host.invalid:9000"))
+      return yield* Effect.flip(sink.putObject(batch))
+    })))
+    expect(error).toMatchObject({ failureClass: "Transient", status: undefined })
+    expect(["ENOTFOUND", "EAI_AGAIN"]).toContain(error.code)
+    expect(S3Errors.isUnreachable(error)).toBe(true)
+  })
 })
+
+/** A port on 127.0.0.1 that nothing listens on (bound, then closed). */
+const closedPort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = Net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as Net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })

@@ -41,6 +41,7 @@ describe("S3Errors.classify", () => {
     ["InvalidRequest", 400, "Fatal"],
     ["EntityTooSmall", 400, "Fatal"],
     ["BadDigest", 400, "Fatal"],
+    ["BadDigest", 500, "Fatal"], // a digest refusal is never retried, whatever the status
     ["InvalidDigest", 400, "Fatal"],
     ["XAmzContentSHA256Mismatch", 400, "Fatal"],
     ["InvalidPart", 400, "Fatal"],
@@ -100,5 +101,41 @@ describe("S3Errors.classify", () => {
     expect(S3Errors.classify(e, "object_upload").message).toContain("did not match")
     expect(S3Errors.isDigestMismatch(e)).toBe(true)
     expect(S3Errors.isDigestMismatch(sdkError("SlowDown", 503))).toBe(false)
+  })
+
+  it.each([
+    [socketError("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:1"), "ECONNREFUSED"],
+    [socketError("ENOTFOUND", "getaddrinfo ENOTFOUND s3.invalid"), "ENOTFOUND"],
+    [socketError("EAI_AGAIN", "getaddrinfo EAI_AGAIN s3.example"), "EAI_AGAIN"],
+    [socketError("EHOSTUNREACH", "connect EHOSTUNREACH 10.0.0.1:443"), "EHOSTUNREACH"],
+    // Happy eyeballs: both addresses refused, reported as an AggregateError.
+    [new AggregateError([socketError("ECONNREFUSED", "connect ECONNREFUSED ::1:9000")], "connect failed"), "ECONNREFUSED"],
+    [Object.assign(new Error("wrapped"), { cause: socketError("ENOTFOUND", "getaddrinfo ENOTFOUND x") }), "ENOTFOUND"]
+  ])("an unreachable store (%s) is Transient with its code kept, and isUnreachable", (error, code) => {
+    const failure = S3Errors.classify(error, "object_upload")
+    expect(failure).toMatchObject({ failureClass: "Transient", code, status: undefined })
+    expect(S3Errors.isUnreachable(error)).toBe(true)
+    expect(S3Errors.isUnreachable(failure)).toBe(true)
+  })
+
+  it("a reset or a timeout is not unreachable", () => {
+    expect(S3Errors.isUnreachable(socketError("ECONNRESET", "read ECONNRESET"))).toBe(false)
+    expect(S3Errors.isUnreachable(sdkError("TimeoutError", undefined))).toBe(false)
+    expect(S3Errors.isUnreachable(sdkError("SlowDown", 503))).toBe(false)
+  })
+
+  it("classOf agrees with classify and uses the SDK's own lists (clock skew corrected, $retryable)", () => {
+    const skew = Object.assign(sdkError("RequestTimeTooSkewed", 403), { $metadata: { httpStatusCode: 403, clockSkewCorrected: true } })
+    expect(S3Errors.classOf(skew)).toBe("Transient")
+    const retryable = Object.assign(sdkError("Weird", 400), { $retryable: { throttling: true } })
+    expect(S3Errors.classOf(retryable)).toBe("Throttled")
+    for (const [name, status] of [["SlowDown", 503], ["AccessDenied", 403], ["InternalError", 500]] as const) {
+      expect(S3Errors.classOf(sdkError(name, status))).toBe(S3Errors.classify(sdkError(name, status), "verify").failureClass)
+    }
+  })
+
+  it("reads x-amz-retry-after (milliseconds) when there is no Retry-After", () => {
+    expect(S3Errors.classify(sdkError("SlowDown", 503, { headers: { "x-amz-retry-after": "1500" } }), "verify").retryAfterMillis)
+      .toBe(1500)
   })
 })

@@ -1,0 +1,46 @@
+/**
+ * What every S3 operation of the sink shares: the client, the decoded config,
+ * the bucket key of a batch key, and one way to send a request (aborted on
+ * interruption, its error classified by `S3Errors`).
+ *
+ * @internal
+ */
+import { GetObjectCommand } from "@aws-sdk/client-s3"
+import type { S3Client } from "@aws-sdk/client-s3"
+import type { Failure } from "@sluice/core"
+import { Effect } from "effect"
+import type { S3Config } from "../S3Config.ts"
+import * as S3Errors from "../S3Errors.ts"
+
+/** The sink's request context. */
+export interface Request {
+  readonly client: S3Client
+  readonly config: S3Config
+  readonly bucket: string
+  /** The key in the bucket of a batch key (`keyPrefix` applied). */
+  readonly storageKey: (key: string) => string
+}
+
+/** The request context of a config and client. */
+export const make = (config: S3Config, client: S3Client): Request => {
+  const prefix = config.keyPrefix === "" ? "" : `${config.keyPrefix.replace(/\/+$/, "")}/`
+  return { client, config, bucket: config.bucket, storageKey: (key) => `${prefix}${key}` }
+}
+
+/**
+ * Sends one SDK request. Interruption aborts it (the SDK's `abortSignal`); a
+ * failure becomes a classified `SinkFailure` of `stage`.
+ */
+export const send = <A>(stage: Failure.Stage, f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, Failure.SinkFailure> =>
+  Effect.tryPromise({ try: (signal) => f(signal), catch: (e) => S3Errors.classify(e, stage) })
+
+/** Runs a local computation (a checksum) that cannot fail. */
+export const compute = <A>(f: () => Promise<A>): Effect.Effect<A> => Effect.promise(f)
+
+/** The whole body of the object at bucket key `key` (failures classified as `stage`). */
+export const getBytes = (request: Request, key: string, stage: Failure.Stage): Effect.Effect<Uint8Array, Failure.SinkFailure> =>
+  send(stage, async (abortSignal) => {
+    const out = await request.client.send(new GetObjectCommand({ Bucket: request.bucket, Key: key }), { abortSignal })
+    if (out.Body === undefined) return new Uint8Array(0)
+    return out.Body.transformToByteArray()
+  })
