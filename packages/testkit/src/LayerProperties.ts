@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import type { Knob, Policy, SignalBus } from "@sluice/core"
+import type { Policy } from "@sluice/core"
 import { Effect, Layer } from "effect"
 import type { Verdict } from "./Properties.ts"
 import * as Runner from "./Runner.ts"
@@ -60,11 +60,11 @@ export interface LayerBounds {
 }
 
 /**
- * A layer of policies, as `Pipeline.start` takes it.
+ * A layer of policies, as `Pipeline.start` takes it (`Runner.PoliciesLayer`).
  *
  * @since 0.1.0
  */
-export type PoliciesLayer<E> = Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
+export type PoliciesLayer<E> = Runner.PoliciesLayer<E>
 
 /**
  * Builds the policies as declared (`{}` or `{ probe: true }`) or with their
