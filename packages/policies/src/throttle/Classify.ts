@@ -1,29 +1,36 @@
 /**
- * Classifies sink errors into `Throttled | Transient | Fatal`: the AWS SDK's own
- * classification (`@smithy/service-error-classification`) **plus HTTP status**.
+ * Classifies the errors of a **generic** (non-S3) sink into
+ * `Throttled | Transient | Fatal` by HTTP semantics and Node's socket codes.
  *
- * The status matters because a throttled `HEAD` has no body: the SDK then
- * reports the error name as `Unknown` (or `NotFound`-ish names), and its code
- * lists miss it. Rules, first match wins:
+ * S3 errors are not classified here: `S3Errors.classify` of
+ * `@sluice/adapter-s3` is Sluice's single S3 error classifier (S3's checksum
+ * refusals, a bodiless 503 on HEAD, S3's throttling codes) and the S3 sink
+ * applies it itself, so its failures reach the policies already classified.
+ * `@sluice/policies` does not depend on the adapter, so this module keeps only
+ * what holds for any HTTP client, and uses the AWS SDK's generic predicates
+ * (`@smithy/service-error-classification`) for socket, DNS and timeout codes
+ * rather than a list of its own. Rules, first match wins:
  *
  * | rule | class |
  * |---|---|
- * | checksum / digest mismatch (`BadDigest`, `InvalidDigest`, `XAmzContentSHA256Mismatch`, `ChecksumMismatch`, `SizeMismatch`, `Missing`) | Fatal |
- * | status 429 or 503, or the SDK says throttling (`SlowDown`, `ThrottlingException`, …) | Throttled |
- * | status 408 or 5xx, or the SDK says transient (timeouts, `ECONNRESET`, clock skew corrected, …) | Transient |
- * | any other 4xx | Fatal |
- * | no status and unrecognised | Fatal (never retried blindly) |
+ * | already classified (`SinkFailure`) | as it is |
+ * | a verification failure (`VerificationFailed`: `ChecksumMismatch`, `SizeMismatch`, `Missing`) | Fatal |
+ * | status 429 or 503, or the SDK's generic throttling predicate (`ThrottlingException`, `$retryable.throttling`, …) | Throttled |
+ * | status 408 or 5xx | Transient |
+ * | no status, and a network failure (`ECONNRESET`, `ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, `ETIMEDOUT`, `TimeoutError`, …, also in `cause`) | Transient, the code kept |
+ * | any other status (4xx), or unrecognised | Fatal (never retried blindly) |
  *
  * `Retry-After` (seconds or an HTTP date) is read from the raw response headers
- * (`$response.headers`) or a `retryAfterMillis` / `retryAfterSeconds` field.
+ * (`$response.headers` or `headers`) or a `retryAfterMillis` /
+ * `retryAfterSeconds` field.
  *
  * @since 0.1.0
  */
 import type { Failure } from "@sluice/core"
-import { isClockSkewCorrectedError, isThrottlingError, isTransientError } from "@smithy/service-error-classification"
+import { isThrottlingError, isTransientError } from "@smithy/service-error-classification"
 
 /**
- * The shape of an AWS SDK v3 error (and of most HTTP client errors), as far as
+ * The shape of an HTTP client error (and of an AWS SDK v3 error), as far as
  * classification needs it. Every field is optional.
  *
  * @since 0.1.0
@@ -45,25 +52,36 @@ export interface ErrorLike {
 }
 
 /**
- * Codes that mean the stored bytes are not the bytes sent: retrying the same
- * request with the same body cannot help.
+ * The reasons of a core `VerificationFailed`: the stored bytes are not the
+ * bytes sent, so retrying the same request with the same body cannot help.
+ * (S3's own checksum refusals, `BadDigest` & co., are the S3 adapter's
+ * business: `S3Errors.DIGEST_CODES`.)
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Classify } from "@sluice/policies"
+ *
+ * Classify.CHECKSUM_CODES.includes("ChecksumMismatch") // true
+ * ```
  *
  * @since 0.1.0
  */
-export const CHECKSUM_CODES: ReadonlyArray<string> = [
-  "BadDigest",
-  "InvalidDigest",
-  "XAmzContentSHA256Mismatch",
-  "ChecksumMismatch",
-  "SizeMismatch",
-  "Missing"
-]
+export const CHECKSUM_CODES: ReadonlyArray<string> = ["ChecksumMismatch", "SizeMismatch", "Missing"]
 
 const field = <K extends keyof ErrorLike>(e: unknown, key: K): ErrorLike[K] | undefined =>
   typeof e === "object" && e !== null && key in e ? (e as ErrorLike)[key] : undefined
 
 /**
  * The HTTP status of an error, wherever the client put it.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Classify } from "@sluice/policies"
+ *
+ * Classify.statusOf({ statusCode: 429 }) // 429
+ * ```
  *
  * @since 0.1.0
  */
@@ -72,7 +90,16 @@ export const statusOf = (error: unknown): number | undefined =>
     field(error, "status")
 
 /**
- * The provider code of an error (`SlowDown`, `Unknown`, …).
+ * The code of an error: the provider's (`Code`), the system's (`code`, e.g.
+ * `ECONNREFUSED`) or the error's name; `Unknown` when none is set.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Classify } from "@sluice/policies"
+ *
+ * Classify.codeOf(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" })) // "ECONNREFUSED"
+ * ```
  *
  * @since 0.1.0
  */
@@ -89,6 +116,14 @@ export const codeOf = (error: unknown): string => {
 /**
  * Parses a `Retry-After` value (delta seconds or an HTTP date) into ms from `now`.
  *
+ * **Example**
+ *
+ * ```ts
+ * import { Classify } from "@sluice/policies"
+ *
+ * Classify.parseRetryAfter("3", Date.now()) // 3000
+ * ```
+ *
  * @since 0.1.0
  */
 export const parseRetryAfter = (value: string, now: number): number | undefined => {
@@ -100,6 +135,14 @@ export const parseRetryAfter = (value: string, now: number): number | undefined 
 
 /**
  * The server-requested delay of an error, in ms.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Classify } from "@sluice/policies"
+ *
+ * Classify.retryAfterOf({ headers: { "retry-after": "2" } }, Date.now()) // 2000
+ * ```
  *
  * @since 0.1.0
  */
@@ -116,13 +159,13 @@ export const retryAfterOf = (error: unknown, now: number): number | undefined =>
   return undefined
 }
 
-const sdkView = (error: unknown, code: string, status: number | undefined) => {
-  // The smithy predicates read `name`, `$metadata`, `$retryable`, `code`, `cause`.
+/** What the SDK's generic predicates read: `name`, `code`, `cause`, `$retryable` (no status: decided here). */
+const sdkView = (error: unknown) => {
   const cause = field(error, "cause")
-  const skew = field(error, "$metadata") as { readonly clockSkewCorrected?: true } | undefined
-  return Object.assign(new Error(field(error, "message") ?? code), {
-    name: code,
-    $metadata: { httpStatusCode: status, ...(skew?.clockSkewCorrected === true ? { clockSkewCorrected: true as const } : {}) },
+  const name = field(error, "name")
+  return Object.assign(new Error(field(error, "message") ?? ""), {
+    name: typeof name === "string" && name !== "" ? name : "Error",
+    $metadata: {},
     $retryable: field(error, "$retryable"),
     code: field(error, "code"),
     cause: cause instanceof Error ? cause : undefined
@@ -130,27 +173,29 @@ const sdkView = (error: unknown, code: string, status: number | undefined) => {
 }
 
 /**
- * Classifies any error a sink may see (an AWS SDK error, an HTTP client error,
- * a Sluice `SinkFailure` or `VerificationFailed`).
+ * Classifies the error of a generic (non-S3) sink: an HTTP client error, a
+ * Node socket error, a Sluice `SinkFailure` or `VerificationFailed`.
  *
  * **When to use**
  *
- * In a sink adapter, to turn the client's error into a `SinkFailure` the
- * pipeline and policies understand.
+ * In a sink adapter for a store other than S3, to turn the client's error into
+ * the `ClassifiedFailure` the pipeline and the policies understand. For S3 use
+ * `S3Errors.classify` of `@sluice/adapter-s3` (the S3 sink already does).
  *
  * **Details**
  *
- * A `SinkFailure` is already classified and is returned as is. `now` (ms, for
- * an HTTP-date Retry-After) defaults to `Date.now()`.
+ * A `SinkFailure` is already classified and is returned as it is. Connection
+ * refused and DNS failures (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`) are
+ * `Transient` with their code kept, so a retry policy can give up on them
+ * early. `now` (ms, for an HTTP-date Retry-After) defaults to `Date.now()`.
  *
  * **Example**
  *
  * ```ts
  * import { Classify } from "@sluice/policies"
  *
- * // A throttled HEAD: no body, so the SDK says "Unknown".
- * const c = Classify.classify({ name: "Unknown", $metadata: { httpStatusCode: 503 } }, { stage: "verify" })
- * // c.failureClass === "Throttled"
+ * const c = Classify.classify({ statusCode: 503, headers: { "retry-after": "2" } }, { stage: "object_upload" })
+ * // c.failureClass === "Throttled", c.retryAfterMillis === 2000
  * ```
  *
  * @since 0.1.0
@@ -175,9 +220,9 @@ export const classify = (
     retryAfterMillis
   })
   if (CHECKSUM_CODES.includes(code)) return result("Fatal")
-  const view = sdkView(error, code, status)
+  const view = sdkView(error)
   if (status === 429 || status === 503 || isThrottlingError(view)) return result("Throttled")
   if (status === 408 || (status !== undefined && status >= 500 && status <= 599)) return result("Transient")
-  if (isTransientError(view) || isClockSkewCorrectedError(view) === true) return result("Transient")
+  if (status === undefined && isTransientError(view)) return result("Transient")
   return result("Fatal")
 }
