@@ -19,7 +19,8 @@ describe("CommitGuard", () => {
       const source = Memory.source({ name: "t", partitions: 1, records: 10, recordBytes: 8 })
       const g = CommitGuard.guard(Memory.sink(), source)
       yield* g.source.commit(0, 5)
-      expect(g.violations).toEqual(["commit 0@5: offset 0 is not verified"])
+      expect(g.violations).toEqual(["commit 0@5: 5 offsets in [0, 5) are not verified"])
+      expect(g.committedNotVerified()).toBe(5)
     }))
 
   it.effect("accepts a commit over a verified batch and flags one that moves back", () =>
