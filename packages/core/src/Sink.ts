@@ -2,6 +2,9 @@
  * The sink contract: where sealed batches are stored, and how they are proven
  * to have landed intact.
  *
+ * Quorum replication over several sinks is `Replicated.make`; it builds on
+ * this contract, which imports nothing back (no cycle).
+ *
  * @since 0.1.0
  */
 import type { Effect } from "effect"
@@ -62,19 +65,3 @@ export interface Sink {
   readonly putManifest: (manifest: Manifest) => Effect.Effect<void, SinkFailure>
   readonly verify: (receipt: PutReceipt) => Effect.Effect<VerifiedReceipt, SinkFailure | VerificationFailed>
 }
-
-/**
- * Quorum replication over several sinks: see `Replicated.make`.
- *
- * **Example**
- *
- * ```ts
- * import { Effect } from "effect"
- * import { Memory, Sink } from "@sluice/core"
- *
- * const sink = Effect.scoped(Sink.replicated([Memory.sink(), Memory.sink(), Memory.sink()], { quorum: 2 }))
- * ```
- *
- * @since 0.1.0
- */
-export { replicated } from "./Replicated.ts"
