@@ -100,12 +100,14 @@ export const Sasl = Schema.Struct({
  * | `fetch.maxWait` | 500 millis | … or after this long |
  * | `fetch.maxBytes` | 16 MiB | per fetch response |
  * | `fetch.partitionMaxBytes` | 1 MiB | per partition per fetch response |
- * | `prefetch` | 256 | events (chunks) buffered ahead of the pipeline |
+ * | `prefetch` | 256 | events (chunks, gaps) read ahead of the pipeline, at most |
+ * | `prefetchBytes` | 16 MiB | payload bytes read ahead of the pipeline: no fetch starts while this much is buffered, and a fetch asks for at most the room left (bytes held ≤ `prefetchBytes` + one record batch per leader broker) |
  * | `isolation` | `"read_uncommitted"` | or `"read_committed"` (skip aborted transactions) |
  * | `retentionGap` | `"fail"` | or `"record-and-continue"` |
  * | `until` | `"forever"` | or `"caught-up"`: end the stream at the high watermark seen at assignment |
  * | `recordFormat` | `"envelope"` | what each archived payload holds: the whole record as a `RecordEnvelope` (timestamp, key, headers, value), or `"value"` (the value alone, zero-copy; keys, headers and timestamps are dropped) |
  * | `lagRefresh` | 1 second | max age of the high watermark behind `lag` |
+ * | `statsHistory` | 64 | recent events kept by `stats.recent()` (counters are kept regardless) |
  * | `connectTimeout` | 10 seconds | |
  * | `requestTimeout` | 30 seconds | |
  * | `tls` | none | see {@link Tls} |
@@ -126,6 +128,9 @@ export const KafkaConfig = Schema.Struct({
     partitionMaxBytes: Bytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("1 MiB")))
   }).pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
   prefetch: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(256))),
+  prefetchBytes: Bytes.check(Schema.isGreaterThanOrEqualTo(1)).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed<number | string>("16 MiB"))
+  ),
   isolation: Schema.Literals(["read_uncommitted", "read_committed"]).pipe(
     Schema.withDecodingDefaultKey(Effect.succeed<"read_uncommitted" | "read_committed">("read_uncommitted"))
   ),
@@ -139,6 +144,7 @@ export const KafkaConfig = Schema.Struct({
     Schema.withDecodingDefaultKey(Effect.succeed<"envelope" | "value">("envelope"))
   ),
   lagRefresh: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("1 second"))),
+  statsHistory: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(64))),
   connectTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("10 seconds"))),
   requestTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("30 seconds"))),
   tls: Schema.optionalKey(Tls),

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 export * as KafkaConfig from "./KafkaConfig.ts"
+export * as KafkaStats from "./KafkaStats.ts"
 export * as KafkaSource from "./KafkaSource.ts"
 export * as RecordEnvelope from "./RecordEnvelope.ts"
 export * as RetentionGap from "./RetentionGap.ts"

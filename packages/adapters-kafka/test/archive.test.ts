@@ -14,6 +14,10 @@ import {
   brokers,
   checkingSource,
   closeClients,
+  commitsOf,
+  complete,
+  FULL_HISTORY,
+  partitionsOf,
   requireBroker,
   createTopic,
   endOffsets,
@@ -50,7 +54,8 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
         topic,
         mode: { kind: "assign", groupId },
         until: "caught-up",
-        fetch: { partitionMaxBytes: "64 KiB" }
+        fetch: { partitionMaxBytes: "64 KiB" },
+        statsHistory: FULL_HISTORY
       })
       const source = checkingSource(kafka, verified)
       const stats = yield* Pipeline.run({
@@ -91,7 +96,11 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
     expect(kafka.stats.records).toBe(partitions * perPartition)
     expect(kafka.stats.fetches).toBeLessThan(partitions * perPartition / 50)
     // Every partition read concurrently: all of them were fetched in the first requests.
-    expect(kafka.stats.assigned).toEqual([[0, 1, 2, 3]])
+    expect(kafka.stats.assignments).toBe(1)
+    expect(partitionsOf(kafka, "Assigned")).toEqual([[0, 1, 2, 3]])
+    // Counters agree with the events (the ring was large enough to hold them all).
+    expect(complete(kafka)).toBe(true)
+    expect(commitsOf(kafka)).toHaveLength(kafka.stats.commits)
   })
 
   it("resumes after a crash from the last committed offset: no loss, every offset committed once", async () => {
@@ -117,7 +126,9 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
     }
     const scope = Effect.runSync(Scope.make())
     const source1 = await Effect.runPromise(
-      KafkaSource.make({ brokers: brokers(), topic, mode: { kind: "assign", groupId } }).pipe(Scope.provide(scope))
+      KafkaSource.make({ brokers: brokers(), topic, mode: { kind: "assign", groupId }, statsHistory: FULL_HISTORY }).pipe(
+        Scope.provide(scope)
+      )
     )
     const checked1 = checkingSource(source1, verified)
     const fiber = Effect.runFork(
@@ -126,7 +137,7 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
     await waitFor(`run 1 to stall after ${stallAfter} batches, with commits`, () => {
       const exit = fiber.pollUnsafe()
       if (exit !== undefined) throw new Error(`run 1 ended early: ${String(exit)}`)
-      return puts > stallAfter && source1.stats.commits.length >= 2
+      return puts > stallAfter && source1.stats.commits >= 2
     })
     await Effect.runPromise(Fiber.interrupt(fiber))
     await Effect.runPromise(Scope.close(scope, Exit.void))
@@ -147,7 +158,13 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
     // Run 2: restart; reads on from the committed offsets.
     const sink2 = verifyingSink(verified)
     const source2 = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const kafka = yield* KafkaSource.make({ brokers: brokers(), topic, mode: { kind: "assign", groupId }, until: "caught-up" })
+      const kafka = yield* KafkaSource.make({
+        brokers: brokers(),
+        topic,
+        mode: { kind: "assign", groupId },
+        until: "caught-up",
+        statsHistory: FULL_HISTORY
+      })
       const from = new Map(afterCrash.map((o, p) => [p, Math.max(0, o)] as const))
       const checked = checkingSource(kafka, verified, from)
       yield* Pipeline.run({ source: checked, sink: sink2, config, policies: Fixed.layer({ concurrency: 4 }) })
@@ -168,8 +185,9 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
       for (let o = 0; o < perPartition; o++) expect(counts.get(`${p}/${o}`) ?? 0).toBeGreaterThanOrEqual(1)
     }
     // Committed once: commit points strictly increase per partition across both runs.
+    expect(complete(source1) && complete(source2)).toBe(true)
     for (let p = 0; p < partitions; p++) {
-      const points = [...source1.stats.commits, ...source2.stats.commits].filter((c) => c.partition === p).map((c) => c.nextOffset)
+      const points = [...commitsOf(source1), ...commitsOf(source2)].filter((c) => c.partition === p).map((c) => c.nextOffset)
       for (let i = 1; i < points.length; i++) expect(points[i]).toBeGreaterThan(points[i - 1] ?? -1)
     }
     expect(await groupOffsets(groupId, topic, partitions)).toEqual(await endOffsets(topic, partitions))

@@ -12,6 +12,10 @@ import {
   brokers,
   checkingSource,
   closeClients,
+  commitsOf,
+  complete,
+  FULL_HISTORY,
+  partitionsOf,
   requireBroker,
   createTopic,
   endOffsets,
@@ -43,7 +47,7 @@ describe("consumer-group rebalance", { timeout: 180_000 }, () => {
     const startMember = async (label: string, sink: Memory.MemorySink, concurrency: number) => {
       const scope = Effect.runSync(Scope.make())
       const kafka = await Effect.runPromise(
-        KafkaSource.make({ brokers: brokers(), topic, clientId: label, mode, fetch: { maxWait: 100 } }).pipe(Scope.provide(scope))
+        KafkaSource.make({ brokers: brokers(), topic, clientId: label, mode, fetch: { maxWait: 100 }, statsHistory: FULL_HISTORY }).pipe(Scope.provide(scope))
       )
       // Commits made by the owner of a partition before this member got it
       // were checked when they were made: start each check at 0 and let the
@@ -61,28 +65,29 @@ describe("consumer-group rebalance", { timeout: 180_000 }, () => {
     const sinkA = verifyingSink(verified, Memory.sink({ latencyMillis: () => 8 }))
     const a = await startMember("member-a", sinkA, 2)
     await waitFor("A owns every partition and committed some", () =>
-      a.kafka.owned().length === partitions && a.kafka.stats.commits.length >= 4)
-    const committedBeforeB = a.kafka.stats.commits.length
+      a.kafka.owned().length === partitions && a.kafka.stats.commits >= 4)
+    const committedBeforeB = a.kafka.stats.commits
 
     const sinkB = verifyingSink(verified)
     const b = await startMember("member-b", sinkB, 4)
     try {
-      await waitFor("the rebalance", () => a.kafka.stats.revoked.length > 0 && b.kafka.owned().length > 0)
-      const revokedFromA = a.kafka.stats.revoked.flat()
-      const commitsAtRevoke = a.kafka.stats.commits.length
+      await waitFor("the rebalance", () => a.kafka.stats.revokes > 0 && b.kafka.owned().length > 0)
+      const revokedFromA = partitionsOf(a.kafka, "Revoked").flat()
+      const commitsAtRevoke = a.kafka.stats.commits
       await waitFor("every offset committed", async () => {
         const [committed, ends] = await Promise.all([groupOffsets(groupId, topic, partitions), endOffsets(topic, partitions)])
         return committed.every((o, p) => o === ends[p])
       })
 
-      if (process.env["SLUICE_DEBUG"]) console.log(JSON.stringify({ revoked: a.kafka.stats.revoked, skipped: a.kafka.stats.commitsSkipped, aCommits: a.kafka.stats.commits.length, bCommits: b.kafka.stats.commits.length, aOwned: a.kafka.owned(), bOwned: b.kafka.owned(), rebalances: a.kafka.stats.rebalances, seen: a.source.seen.map((e) => e._tag) }))
+      if (process.env["SLUICE_DEBUG"]) console.log(JSON.stringify({ revoked: partitionsOf(a.kafka, "Revoked"), skipped: a.kafka.stats.commitsSkipped, aCommits: a.kafka.stats.commits, bCommits: b.kafka.stats.commits, aOwned: a.kafka.owned(), bOwned: b.kafka.owned(), rebalances: a.kafka.stats.rebalances, seen: a.source.seen.map((e) => e._tag) }))
       // The rebalance happened mid-run and split the partitions.
       expect(committedBeforeB).toBeGreaterThan(0)
       expect(revokedFromA.length).toBeGreaterThan(0)
       expect(new Set([...a.kafka.owned(), ...b.kafka.owned()]).size).toBe(partitions)
       expect(a.kafka.owned().filter((p) => b.kafka.owned().includes(p))).toEqual([])
       // A never committed a partition after it lost it.
-      const lateCommits = a.kafka.stats.commits.slice(commitsAtRevoke).filter((c) => !a.kafka.owned().includes(c.partition))
+      expect(complete(a.kafka)).toBe(true)
+      const lateCommits = commitsOf(a.kafka).slice(commitsAtRevoke).filter((c) => !a.kafka.owned().includes(c.partition))
       expect(lateCommits).toEqual([])
       // Every commit, by either member, covered only verified offsets.
       expect(a.source.violations).toEqual([])

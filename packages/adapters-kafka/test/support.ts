@@ -8,6 +8,7 @@ import { Admin, ConfigResourceTypes, IncrementalAlterConfigOperationTypes, ListO
 import { Batch, Memory } from "@sluice/core"
 import { CommitGuard } from "@sluice/testkit"
 import type { Source } from "@sluice/core"
+import type * as KafkaStats from "../src/KafkaStats.ts"
 import * as RecordEnvelope from "../src/RecordEnvelope.ts"
 
 const encoder = new TextEncoder()
@@ -299,4 +300,32 @@ export const archived = (
     }
   }
   return { counts, wrong, envelopes }
+}
+
+// --- stats ---------------------------------------------------------------------
+// The source keeps counters and a bounded ring of recent events; tests that read
+// a whole history make the ring large enough (`statsHistory`) and check it held
+// everything (`complete`).
+
+/** Ring size for tests that read every event of a run. */
+export const FULL_HISTORY = 10_000
+
+type Recent = { readonly stats: KafkaStats.KafkaSourceStats }
+
+/** Every commit in the ring, in order. */
+export const commitsOf = (source: Recent): Array<{ readonly partition: number; readonly nextOffset: number }> =>
+  source.stats.recent().flatMap((e) => (e._tag === "Committed" ? [{ partition: e.partition, nextOffset: e.nextOffset }] : []))
+
+/** Every retention gap in the ring, in order. */
+export const gapsOf = (source: Recent): Array<Source.RetentionGap> =>
+  source.stats.recent().flatMap((e) => (e._tag === "RetentionGap" ? [e.gap] : []))
+
+/** The partitions of every assignment (or revoke) in the ring, in order. */
+export const partitionsOf = (source: Recent, tag: "Assigned" | "Revoked"): Array<ReadonlyArray<number>> =>
+  source.stats.recent().flatMap((e) => (e._tag === tag ? [e.partitions] : []))
+
+/** Whether the ring still holds every event the counters counted (none was dropped). */
+export const complete = (source: Recent): boolean => {
+  const s = source.stats
+  return s.recent().length === s.commits + s.commitsSkipped + s.gaps + s.assignments + s.revokes + 2 * s.pauses.count - (s.pauses.paused ? 1 : 0)
 }

@@ -1,0 +1,108 @@
+/**
+ * The commit path: one OffsetCommit per call, only ever the offset the core
+ * committer asks for. In group mode the request carries the generation the
+ * partition is owned in; it is refused (a no-op, counted as skipped) for a
+ * partition no longer owned, and a commit the broker rejects for a stale
+ * generation waits for the rejoin and is sent again only if the partition is
+ * still owned. Without a group, commits are kept in memory only.
+ *
+ * @internal
+ */
+import { Source } from "@sluice/core"
+import { Clock, Deferred, Effect, Exit, Option } from "effect"
+import { attempt, needsRejoin, offsetCommit } from "./client.ts"
+import type { Context } from "./Context.ts"
+import type { Membership } from "./Membership.ts"
+
+/** Commits of a source, and the next offset committed per partition (bounded by the partition count). */
+export interface Committer {
+  readonly commit: (partition: number, nextOffset: number) => Effect.Effect<void, Source.SourceError>
+  readonly committed: ReadonlyMap<number, number>
+}
+
+const describe = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
+
+/** The failure of the first `Fail` reason of an exit, if any. */
+const failureOf = (exit: Exit.Exit<unknown, unknown>): unknown => {
+  if (Exit.isSuccess(exit)) return undefined
+  const error = exit.cause.reasons.find((r) => r._tag === "Fail")
+  return error !== undefined && error._tag === "Fail" ? error.error : undefined
+}
+
+/** Builds the commit path of a source. */
+export const make = (ctx: Context, membership: Membership): Committer => {
+  const committed = new Map<number, number>()
+  const { name, topic, consumer } = ctx
+
+  const recorded = (partition: number, nextOffset: number) =>
+    Effect.map(Clock.currentTimeMillis, (at) => {
+      committed.set(partition, nextOffset)
+      ctx.stats.counters.commits++
+      ctx.stats.record({ _tag: "Committed", partition, nextOffset, at })
+    })
+
+  const skipped = (partition: number, nextOffset: number) =>
+    Effect.map(Clock.currentTimeMillis, (at) => {
+      ctx.stats.counters.commitsSkipped++
+      ctx.stats.record({ _tag: "CommitSkipped", partition, nextOffset, at })
+    })
+
+  const commitAssigned = (groupId: string | undefined, partition: number, nextOffset: number) =>
+    groupId === undefined
+      ? recorded(partition, nextOffset)
+      : attempt(name, "commit", () =>
+        offsetCommit(consumer, { groupId, generation: -1, memberId: "", topic, partition, offset: nextOffset })).pipe(
+          Effect.andThen(recorded(partition, nextOffset))
+        )
+
+  /** Waits for the next join, at most until `deadline`. */
+  const awaitJoin = (wait: Deferred.Deferred<void>, deadline: number, rebalanceTimeout: number, what: string) =>
+    Effect.gen(function*() {
+      const left = deadline - (yield* Clock.currentTimeMillis)
+      const done = left > 0 ? yield* Effect.timeoutOption(Deferred.await(wait), left) : Option.none()
+      if (Option.isNone(done)) {
+        return yield* new Source.SourceError({
+          source: name,
+          operation: "commit",
+          message: `commit ${what}: the group did not finish rebalancing within ${rebalanceTimeout} ms`
+        })
+      }
+    })
+
+  const commitInGroup = (groupId: string, rebalanceTimeout: number, partition: number, nextOffset: number) =>
+    Effect.gen(function*() {
+      const what = `${topic}/${partition}@${nextOffset}`
+      const deadline = (yield* Clock.currentTimeMillis) + rebalanceTimeout
+      while (true) {
+        if (!membership.owned.has(partition)) return yield* skipped(partition, nextOffset)
+        const wait = membership.joined
+        const generation = membership.generation
+        const memberId = consumer.memberId
+        if (memberId === null || consumer.generationId !== generation) {
+          // Mid-rebalance: the join event will say whether we still own it.
+          yield* awaitJoin(wait, deadline, rebalanceTimeout, what)
+          continue
+        }
+        const exit = yield* Effect.exit(Effect.tryPromise({
+          try: () => offsetCommit(consumer, { groupId, generation, memberId, topic, partition, offset: nextOffset }),
+          catch: (cause) => cause
+        }))
+        if (Exit.isSuccess(exit)) return yield* recorded(partition, nextOffset)
+        const cause = failureOf(exit)
+        if (cause !== undefined && needsRejoin(cause)) {
+          yield* awaitJoin(wait, deadline, rebalanceTimeout, what)
+          continue
+        }
+        return yield* new Source.SourceError({ source: name, operation: "commit", message: `commit ${what}: ${describe(cause)}`, cause })
+      }
+    })
+
+  const mode = ctx.config.mode
+  return {
+    committed,
+    commit: (partition, nextOffset) =>
+      mode.kind === "group"
+        ? commitInGroup(mode.groupId, mode.rebalanceTimeout, partition, nextOffset)
+        : commitAssigned(mode.groupId, partition, nextOffset)
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Group membership as the client's event listeners report it: which
+ * partitions this member may commit and in which generation, the latest
+ * assignment the fetch loop has not applied yet, the partitions lost since it
+ * last looked, and a signal completed at every join (commits waiting for a
+ * rejoin await it). In assign mode nothing here changes after the start.
+ *
+ * @internal
+ */
+import { Deferred, Exit } from "effect"
+import type { Recorder } from "../KafkaStats.ts"
+import type { KafkaConsumer } from "./client.ts"
+import type { Wakeup } from "./Context.ts"
+
+/** The membership state of one source. */
+export class Membership {
+  /** Partitions this member may commit. */
+  readonly owned = new Set<number>()
+  /** The generation `owned` was granted in (-1: none, or assign mode). */
+  generation = -1
+  /** The latest assignment not yet applied by the fetch loop. */
+  private pending: ReadonlyArray<number> | undefined
+  /** Partitions lost since the fetch loop last looked (a revoke may be followed by a re-assign). */
+  private readonly lostSince = new Set<number>()
+  /** Completed (and replaced) at every join. */
+  private joinedSignal = Deferred.makeUnsafe<void>()
+  /** The client's last error (group membership failed). */
+  clientError: unknown = undefined
+
+  /** Completes at the next join. */
+  get joined(): Deferred.Deferred<void> {
+    return this.joinedSignal
+  }
+
+  /** Whether an assignment waits to be applied. */
+  get hasPending(): boolean {
+    return this.pending !== undefined
+  }
+
+  /** Applies a join's assignment to the ownership (the loop applies it to the reads later). */
+  onJoin(mine: ReadonlySet<number>, generation: number): void {
+    for (const p of this.owned) {
+      if (!mine.has(p)) {
+        this.owned.delete(p)
+        this.lostSince.add(p)
+      }
+    }
+    this.generation = generation
+    this.pending = [...mine].sort((a, b) => a - b)
+    const previous = this.joinedSignal
+    this.joinedSignal = Deferred.makeUnsafe<void>()
+    Deferred.doneUnsafe(previous, Exit.void)
+  }
+
+  /** Takes the pending assignment and the partitions lost since the last take. */
+  takePending(): { readonly assignment: ReadonlyArray<number>; readonly lost: ReadonlySet<number> } | undefined {
+    const assignment = this.pending
+    if (assignment === undefined) return undefined
+    this.pending = undefined
+    const lost = new Set(this.lostSince)
+    this.lostSince.clear()
+    return { assignment, lost }
+  }
+
+  /** Listens to the client's group events (group mode). */
+  listen(consumer: KafkaConsumer, topic: string, stats: Recorder, wakeup: Wakeup): void {
+    consumer.on("consumer:group:join", (payload) => {
+      const mine = new Set(payload.assignments?.find((a) => a.topic === topic)?.partitions ?? [])
+      this.onJoin(mine, payload.generationId ?? consumer.generationId)
+      wakeup.wake()
+    })
+    consumer.on("consumer:group:rebalance", () => {
+      stats.counters.rebalances++
+    })
+    consumer.on("error", (error: unknown) => {
+      this.clientError = error
+      wakeup.wake()
+    })
+  }
+}

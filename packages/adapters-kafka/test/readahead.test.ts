@@ -1,0 +1,107 @@
+/**
+ * Against the real broker: the read-ahead is bounded by `prefetchBytes` (a
+ * pipeline that takes nothing holds back fetching), and a revoke reaches the
+ * pipeline ahead of chunks it has not taken, even when the read-ahead is full.
+ */
+import { Source } from "@sluice/core"
+import { Effect, Exit, Fiber, Scope, Stream } from "effect"
+import { afterAll, describe, expect, it } from "vitest"
+import * as KafkaSource from "../src/KafkaSource.ts"
+import { brokers, closeClients, createTopic, produce, requireBroker, topicName, waitFor, waitForSteady } from "./support.ts"
+
+const RECORD_BYTES = 100
+/** Records per produce request, so record batches are small (a broker may overshoot a fetch's size by one batch). */
+const PER_SEND = 50
+/** A generous bound on one record batch's payload bytes (50 envelopes of ~170 B). */
+const BATCH_BYTES = PER_SEND * 250
+
+afterAll(closeClients)
+
+/** Pulls one event at a time from a source's stream, in `scope`. */
+const puller = (source: Source.Source, scope: Scope.Scope) =>
+  Effect.runPromise(Stream.toPull(source.events).pipe(Scope.provide(scope))).then((pull) => async () => {
+    const events = await Effect.runPromise(pull)
+    return events[0]
+  })
+
+describe("bounded read-ahead", { timeout: 120_000 }, () => {
+  it("holds at most prefetchBytes (+ one record batch) while the pipeline takes nothing, and reads on as it takes", async () => {
+    await requireBroker()
+    const topic = topicName("readahead")
+    const partitions = 2
+    await createTopic(topic, partitions)
+    await produce(topic, partitions, { count: 4000, recordBytes: RECORD_BYTES, perSend: PER_SEND })
+    const prefetchBytes = 64 * 1024
+    const scope = Effect.runSync(Scope.make())
+    try {
+      const source = await Effect.runPromise(
+        KafkaSource.make({ brokers: brokers(), topic, mode: { kind: "assign" }, prefetchBytes, fetch: { maxWait: 100 } }).pipe(
+          Scope.provide(scope)
+        )
+      )
+      const next = await puller(source, scope)
+      await next()
+      // Nothing more is taken: fetching must stop once the read-ahead is full.
+      await waitForSteady("fetching to stop with the read-ahead full", () => source.stats.fetches, 1_000)
+      const held = source.stats.prefetched.bytes
+      expect(held).toBeGreaterThan(prefetchBytes / 2)
+      expect(held).toBeLessThanOrEqual(prefetchBytes + BATCH_BYTES)
+      expect(source.stats.records).toBeLessThan(partitions * 4000 / 2) // far from everything
+      // Taking events makes room, and reading goes on, still within the bound.
+      let maxHeld = held
+      for (let taken = 0; source.stats.records < partitions * 4000 || source.stats.prefetched.events > 0; taken++) {
+        const event = await next()
+        expect(event?._tag).toBe("RecordChunk")
+        maxHeld = Math.max(maxHeld, source.stats.prefetched.bytes)
+        if (taken > 100_000) throw new Error("did not read the whole topic")
+      }
+      expect(maxHeld).toBeLessThanOrEqual(prefetchBytes + BATCH_BYTES)
+      expect(source.stats.records).toBe(partitions * 4000)
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  })
+
+  it("a revoke reaches the pipeline ahead of chunks it has not taken, although the read-ahead is full", async () => {
+    await requireBroker()
+    const topic = topicName("revoke-ahead")
+    const partitions = 4
+    await createTopic(topic, partitions)
+    await produce(topic, partitions, { count: 3000, recordBytes: RECORD_BYTES, perSend: PER_SEND })
+    const mode = { kind: "group", groupId: `${topic}-g`, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: 10_000 }
+    const config = { brokers: brokers(), topic, mode, prefetch: 4, fetch: { maxWait: 100, partitionMaxBytes: "4 KiB" } }
+    const scopeA = Effect.runSync(Scope.make())
+    const scopeB = Effect.runSync(Scope.make())
+    try {
+      const a = await Effect.runPromise(KafkaSource.make({ ...config, clientId: "member-a" }).pipe(Scope.provide(scopeA)))
+      const nextA = await puller(a, scopeA)
+      expect((await nextA())?._tag).toBe("RecordChunk")
+      await waitFor("A owning every partition, its read-ahead full", () =>
+        a.owned().length === partitions && a.stats.prefetched.events >= 4)
+      await waitForSteady("A to stop fetching", () => a.stats.fetches, 500)
+
+      // B joins and takes what it is given (acknowledging its own revokes).
+      const b = await Effect.runPromise(KafkaSource.make({ ...config, clientId: "member-b" }).pipe(Scope.provide(scopeB)))
+      const fiberB = Effect.runFork(
+        Stream.runForEach(b.events, (e) => (e._tag === "PartitionsRevoked" ? e.acknowledge : Effect.void)).pipe(Scope.provide(scopeB))
+      )
+      // A announces the revoke although nobody takes its chunks...
+      await waitFor("A to announce the revoke", () => a.stats.revokes > 0)
+      // ... and it is the very next event A's pipeline gets.
+      const revoke = await nextA()
+      expect(revoke?._tag).toBe("PartitionsRevoked")
+      if (revoke?._tag !== "PartitionsRevoked") return
+      await Effect.runPromise(revoke.acknowledge)
+      expect(revoke.partitions.length).toBeGreaterThan(0)
+      // No chunk of a revoked partition follows.
+      for (let i = 0; i < 8; i++) {
+        const event = await nextA()
+        if (event?._tag === "RecordChunk") expect(revoke.partitions).not.toContain(event.partition)
+      }
+      await Effect.runPromise(Fiber.interrupt(fiberB))
+    } finally {
+      await Effect.runPromise(Scope.close(scopeB, Exit.void))
+      await Effect.runPromise(Scope.close(scopeA, Exit.void))
+    }
+  })
+})
