@@ -53,12 +53,33 @@ export type KafkaSourceStats = KafkaStats.KafkaSourceStats
 /**
  * One of the recent events of a source (see `KafkaStats`).
  *
+ * **Example**
+ *
+ * ```ts
+ * import type { KafkaSource } from "@sluice/adapter-kafka"
+ *
+ * declare const source: KafkaSource.KafkaSource
+ * const revokes: Array<KafkaSource.KafkaSourceEvent> = source.stats.recent().filter((e) => e._tag === "Revoked")
+ * ```
+ *
  * @since 0.1.0
  */
 export type KafkaSourceEvent = KafkaStats.KafkaSourceEvent
 
 /**
  * A Kafka source: a core `Source` plus what it knows about its partitions.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { KafkaSource } from "@sluice/adapter-kafka"
+ *
+ * const owned = Effect.map(
+ *   KafkaSource.make({ brokers: ["127.0.0.1:19092"], topic: "orders", mode: { kind: "assign" } }),
+ *   (source) => source.owned()
+ * )
+ * ```
  *
  * @since 0.1.0
  */

@@ -12,6 +12,15 @@ import type { Source } from "@sluice/core"
  * One event a source records in its ring of recent events. `at` is the time
  * it happened (ms, Effect clock).
  *
+ * **Example**
+ *
+ * ```ts
+ * import type { KafkaStats } from "@sluice/adapter-kafka"
+ *
+ * const describe = (e: KafkaStats.KafkaSourceEvent): string =>
+ *   e._tag === "Committed" ? `${e.partition}@${e.nextOffset}` : e._tag
+ * ```
+ *
  * @since 0.1.0
  */
 export type KafkaSourceEvent =

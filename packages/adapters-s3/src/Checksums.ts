@@ -155,6 +155,14 @@ export const compositeOf = async (algorithm: ChecksumAlgorithm, partDigests: Rea
  * The `Checksum*` fields of S3 requests and responses (`PutObject`,
  * `UploadPart`, `CompleteMultipartUpload`, `HeadObject`).
  *
+ * **Example**
+ *
+ * ```ts
+ * import { Checksums } from "@sluice/adapter-s3"
+ *
+ * const fields: Checksums.ChecksumFields = Checksums.requestFields("SHA256", "abc=") // { ChecksumSHA256: "abc=" }
+ * ```
+ *
  * @since 0.1.0
  */
 export interface ChecksumFields {

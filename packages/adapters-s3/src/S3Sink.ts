@@ -37,6 +37,16 @@ import * as S3Config from "./S3Config.ts"
  * An S3 sink: the core `Sink` plus what replication and repair need (reading an
  * object and its manifest back).
  *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { S3Sink } from "@sluice/adapter-s3"
+ *
+ * declare const sink: S3Sink.S3Sink
+ * const manifest = sink.readManifest("orders/0/00000000000000000000-00000000000000000999.rec")
+ * ```
+ *
  * @since 0.1.0
  */
 export interface S3Sink extends Sink.Sink {
@@ -71,6 +81,14 @@ export class S3SinkService extends Context.Service<S3SinkService, S3Sink>()("@sl
 
 /**
  * Options that are not plain config.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Sink } from "@sluice/adapter-s3"
+ *
+ * const sink = S3Sink.make({ bucket: "archive" }, { name: "archive-eu" })
+ * ```
  *
  * @since 0.1.0
  */

@@ -31,12 +31,30 @@ import { Deferred, Effect, Schema, Scope } from "effect"
  * What a replica must offer to be the source of a repair: reading an object
  * body and its manifest back (`S3Sink` does).
  *
+ * **Example**
+ *
+ * ```ts
+ * import { Replicated } from "@sluice/core"
+ * import { S3Sink } from "@sluice/adapter-s3"
+ *
+ * declare const s3: S3Sink.S3Sink
+ * const source: Replicated.Readable = s3 // S3 sinks can be read back
+ * ```
+ *
  * @since 0.1.0
  */
 export interface Readable extends Replica_.Readable {}
 
 /**
  * A replica: any core sink, optionally readable (needed to repair others from it).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Memory, Replicated } from "@sluice/core"
+ *
+ * const replica: Replicated.Replica = { ...Memory.sink(), name: "memory-a" } // not readable: cannot be a repair source
+ * ```
  *
  * @since 0.1.0
  */
@@ -52,6 +70,16 @@ export type Replica = Sink.Sink & Partial<Readable>
  * | `maxBehind` | 16 | replications per replica still running after their batch reached quorum; beyond it new batches skip that replica (recorded as deficit `Behind`), bounding the memory a slow replica holds |
  * | `release` | `"all-replicas"` | when `verify` completes: `"all-replicas"` once every replica of the batch finished or timed out (the pipeline releases the batch's bytes after `verify`, so its memory budget counts the slow replicas too); `"quorum"` at quorum (a slow replica then costs the pipeline nothing, but up to `maxBehind` batches per replica are held outside the budget) |
  * | `maxDeficits` | 10 000 | deficits (keys) kept for repair; beyond it the oldest is dropped and counted in `stats().droppedDeficits` (a replica missing that many keys needs a full resync, not a repair) |
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Replicated } from "@sluice/core"
+ *
+ * const options = Schema.decodeUnknownSync(Replicated.ReplicatedOptions)({ quorum: 2 })
+ * // { quorum: 2, lagTimeout: 30000, maxBehind: 16, release: "all-replicas", maxDeficits: 10000 }
+ * ```
  *
  * @since 0.1.0
  */
@@ -73,6 +101,15 @@ export type ReplicatedOptions = typeof ReplicatedOptions.Type
 /**
  * A durable key missing on some replicas.
  *
+ * **Example**
+ *
+ * ```ts
+ * import type { Replicated } from "@sluice/core"
+ *
+ * declare const sink: Replicated.ReplicatedSink
+ * const missingEu = sink.deficits().filter((d: Replicated.Deficit) => d.missing.has("s3:archive-eu"))
+ * ```
+ *
  * @since 0.1.0
  */
 export interface Deficit {
@@ -88,12 +125,31 @@ export interface Deficit {
 /**
  * What one {@link ReplicatedSink.repair} run did.
  *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Replicated } from "@sluice/core"
+ *
+ * declare const sink: Replicated.ReplicatedSink
+ * const failed = Effect.map(sink.repair, (report: Replicated.RepairReport) => report.failed.length)
+ * ```
+ *
  * @since 0.1.0
  */
 export interface RepairReport extends Repair.Report {}
 
 /**
  * The sizes of a replicated sink's state, each bounded (see {@link make}).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import type { Replicated } from "@sluice/core"
+ *
+ * declare const sink: Replicated.ReplicatedSink
+ * const { pending, deficits, droppedDeficits } = sink.stats()
+ * ```
  *
  * @since 0.1.0
  */
@@ -112,6 +168,16 @@ export interface ReplicatedStats {
 
 /**
  * A quorum-replicated sink.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Replicated } from "@sluice/core"
+ *
+ * declare const sink: Replicated.ReplicatedSink
+ * const nightly = Effect.andThen(sink.settled, sink.repair)
+ * ```
  *
  * @since 0.1.0
  */
