@@ -202,6 +202,10 @@ export const bodyBytes = (batch: SealedBatch): number => batch.bytes + 4 * batch
  *
  * **Details**
  *
+ * The body is encoded **once per batch**: later calls with the same batch
+ * object (a retry, another replica) return the same bytes until
+ * {@link releaseBody}. Callers must not modify it.
+ *
  * Size-only (simulated) chunks encode as zero-filled payloads of their size, so a
  * simulated source can still drive a real sink.
  *
@@ -217,6 +221,48 @@ export const bodyBytes = (batch: SealedBatch): number => batch.bytes + 4 * batch
  * @since 0.1.0
  */
 export const encodeBody = (batch: SealedBatch): Uint8Array => {
+  const cached = bodies.get(batch)
+  if (cached !== undefined) return cached
+  const out = encode(batch)
+  bodies.set(batch, out)
+  return out
+}
+
+/**
+ * Encoded bodies by batch, so that every attempt and every replica of one batch
+ * shares one body. Weak: a batch that is dropped takes its body with it; the
+ * pipeline also releases it explicitly ({@link releaseBody}) once stored.
+ */
+const bodies = new WeakMap<SealedBatch, Uint8Array>()
+
+/**
+ * Forgets the memoized body of `batch` (see {@link encodeBody}); the next
+ * `encodeBody(batch)` encodes again.
+ *
+ * **When to use**
+ *
+ * Once the body was stored (or the batch abandoned): the pipeline's uploader
+ * calls it after a successful object upload, so a body lives from the first
+ * attempt to the first success, never longer.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ * declare const batch: Batch.SealedBatch
+ *
+ * const body = Batch.encodeBody(batch)
+ * Batch.encodeBody(batch) === body // true: encoded once
+ * Batch.releaseBody(batch)
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const releaseBody = (batch: SealedBatch): void => {
+  bodies.delete(batch)
+}
+
+const encode = (batch: SealedBatch): Uint8Array => {
   const out = new Uint8Array(bodyBytes(batch))
   const view = new DataView(out.buffer)
   let at = 0

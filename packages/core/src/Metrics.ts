@@ -17,6 +17,9 @@
  * | `sluice.source.lag` | gauge | {record} | `partition` |
  * | `sluice.retention_gap.records` | counter | {record} | `partition` |
  * | `sluice.policy.decisions` | counter | {change} | `knob` |
+ * | `sluice.retries` | counter | {retry} | `class`, `code`, `stage` |
+ * | `sluice.uncommitted.oldest_age` | gauge | s | |
+ * | `sluice.partitions.held` | gauge | {partition} | |
  *
  * @since 0.1.0
  */
@@ -44,6 +47,12 @@ export interface Instruments {
   readonly sourceLag: Gauge
   readonly retentionGapRecords: Counter
   readonly policyDecisions: Counter
+  /** Retries scheduled, by the failure that caused them. */
+  readonly retries: Counter
+  /** Age of the oldest sealed batch not yet committed (from its first record's arrival). */
+  readonly oldestUncommittedAge: Gauge
+  /** Partitions held back at the verified-but-uncommitted cap. */
+  readonly partitionsHeld: Gauge
 }
 
 /**
@@ -82,6 +91,15 @@ export const make = (provider?: MeterProvider): Instruments => {
     throttles: meter.createCounter("sluice.throttles", { unit: "{request}", description: "Throttled sink requests, by code" }),
     sourceLag: meter.createGauge("sluice.source.lag", { unit: "{record}", description: "Records behind the end of the log" }),
     retentionGapRecords: meter.createCounter("sluice.retention_gap.records", { unit: "{record}", description: "Records deleted by retention before being read" }),
-    policyDecisions: meter.createCounter("sluice.policy.decisions", { unit: "{change}", description: "Knob changes decided by policies" })
+    policyDecisions: meter.createCounter("sluice.policy.decisions", { unit: "{change}", description: "Knob changes decided by policies" }),
+    retries: meter.createCounter("sluice.retries", { unit: "{retry}", description: "Batch retries scheduled, by failure class, code and stage" }),
+    oldestUncommittedAge: meter.createGauge("sluice.uncommitted.oldest_age", {
+      unit: "s",
+      description: "Age of the oldest sealed batch not yet committed"
+    }),
+    partitionsHeld: meter.createGauge("sluice.partitions.held", {
+      unit: "{partition}",
+      description: "Partitions whose new batches wait behind the verified-but-uncommitted cap"
+    })
   }
 }

@@ -1,43 +1,49 @@
 /**
  * The pipeline: read → seal → upload → verify → commit, as an Effect program
- * over record **chunks**.
+ * over record **chunks**. This module only **wires** the stages; each stage is
+ * its own module under `stage/`, and a record's whole path reads in order:
  *
- * - **Reader**: pulls source events; waits while the read gate is paused (sealing
- *   open batches early) and while the memory budget is full (a `Semaphore` of
- *   bytes, so in-flight bytes never exceed the budget).
- * - **Sealer**: one open batch per `(source, partition)`, sealed on the batch
- *   target or, on each tick, on age (the Effect `Clock`, so a virtual clock works).
- * - **Uploader**: a dispatcher takes sealed batches and runs each through
- *   put object → put manifest → verify under a resizable concurrency gate
- *   (`Semaphore.resize`: a shrink lets in-flight uploads finish, never cancels).
- *   An optional request rate (token bucket) spaces upload starts.
- * - **Committer**: commits a partition only up to its highest contiguous verified
- *   batch. Failed batches are retried while running, after the delay chosen by
- *   the `RetryPolicy` in force; a failure the policy gives up on fails the run
- *   with `BatchFailed` and nothing of that batch is committed.
+ * 1. `stage/Admission.ts` — the reader: memory budget (`stage/MemoryBudget.ts`)
+ *    and read gate; gaps and revokes.
+ * 2. `Sealer.ts` — one open batch per `(source, partition)`, sealed on the batch
+ *    target, on age, under pressure, on a gap, on drain.
+ * 3. `stage/Uploader.ts` — the per-batch stage machine put object → put
+ *    manifest → verify, retried from the stage that failed.
+ * 4. `stage/Limiter.ts` — the concurrency gate, the request rate, and the
+ *    attribution of every request's sample (success / ignored / dropped).
+ * 5. `stage/Committer.ts` — commits each partition up to its contiguous
+ *    verified prefix (`CommitTracker.ts`).
+ * 6. `stage/Ticker.ts` — age seals, gauges, and the `Lag` / `Inflight` / `Tick`
+ *    signals; lag is polled in its own fiber.
+ *
+ * Policies (layers over the `SignalBus` and the `Knobs`) are built in the
+ * pipeline's scope; the knob watcher here forwards their decisions to the
+ * stages (concurrency → limiter, read gate → admission).
  *
  * @since 0.1.0
  */
 import type { MeterProvider } from "@opentelemetry/api"
-import { Clock, Context, Deferred, Effect, Exit, Latch, Layer, Queue, Schema, Scope, Semaphore, Stream } from "effect"
-import * as Batch from "./Batch.ts"
+import { Context, Deferred, Effect, Layer, Schema, Scope, Stream } from "effect"
 import type { SealedBatch } from "./Batch.ts"
-import { CommitTracker } from "./CommitTracker.ts"
 import * as Config from "./Config.ts"
 import type { ConfigError } from "./Config.ts"
-import * as Failure from "./Failure.ts"
-import type { SinkFailure, Stage, VerificationFailed } from "./Failure.ts"
 import * as Knob from "./Knob.ts"
 import type { KnobValues } from "./Knob.ts"
 import * as Metrics from "./Metrics.ts"
-import type { RecordChunk } from "./Record.ts"
-import { splitAt } from "./Record.ts"
 import { CurrentRetryPolicy } from "./RetryPolicy.ts"
 import { Sealer } from "./Sealer.ts"
 import * as SignalBus from "./Signal.ts"
-import type { Signal } from "./Signal.ts"
 import type { Sink } from "./Sink.ts"
-import type { PartitionsRevoked, RetentionGap, Source, SourceError } from "./Source.ts"
+import type { Source, SourceError } from "./Source.ts"
+import * as Admission from "./stage/Admission.ts"
+import * as Committer from "./stage/Committer.ts"
+import * as Limiter from "./stage/Limiter.ts"
+import * as MemoryBudget from "./stage/MemoryBudget.ts"
+import * as Stats from "./stage/Stats.ts"
+import type { PipelineStats } from "./stage/Stats.ts"
+import * as Ticker from "./stage/Ticker.ts"
+import * as Uploader from "./stage/Uploader.ts"
+import type { BatchFailed } from "./stage/Uploader.ts"
 
 /**
  * The pipeline's config (plain data, decoded with Schema; every field has a
@@ -76,19 +82,19 @@ export const PipelineConfig = Schema.Struct({
 export type PipelineConfig = typeof PipelineConfig.Type
 
 /**
- * A batch failed in a way the retry policy gave up on. Nothing of it was
- * committed; its records are re-read after a restart.
+ * A batch failed in a way the retry policy gave up on (defined in
+ * `stage/Uploader.ts`, where it is raised).
  *
  * @since 0.1.0
  */
-export class BatchFailed extends Schema.TaggedError<BatchFailed>()("BatchFailed", {
-  key: Schema.String,
-  failureClass: Failure.FailureClass,
-  code: Schema.String,
-  stage: Failure.Stage,
-  attempts: Schema.Number,
-  message: Schema.String
-}) {}
+export { BatchFailed } from "./stage/Uploader.ts"
+
+/**
+ * Counters of a run (defined in `stage/Stats.ts`, written by the stages).
+ *
+ * @since 0.1.0
+ */
+export type { PipelineStats } from "./stage/Stats.ts"
 
 /**
  * Every way a run can fail.
@@ -96,39 +102,6 @@ export class BatchFailed extends Schema.TaggedError<BatchFailed>()("BatchFailed"
  * @since 0.1.0
  */
 export type PipelineError = SourceError | BatchFailed | ConfigError
-
-/**
- * Counters of a run, readable at any time (`PipelineHandle.stats()`) and
- * returned at the end.
- *
- * @since 0.1.0
- */
-export interface PipelineStats {
-  recordsRead: number
-  bytesRead: number
-  batchesSealed: number
-  /** Batches uploading now (holding a concurrency permit). */
-  uploading: number
-  /** Sealed batches waiting for a permit or a retry. */
-  queued: number
-  /** Bytes held: open + sealed + uploading (never above the budget). */
-  inflightBytes: number
-  maxInflightBytes: number
-  openBytes: number
-  batchesVerified: number
-  recordsVerified: number
-  /** Payload bytes verified. */
-  bytesVerified: number
-  recordsCommitted: number
-  requests: number
-  failures: number
-  throttles: number
-  retries: number
-  retentionGapRecords: number
-  readGate: Knob.ReadGate
-  /** Next offset committed, per `source/partition`. */
-  readonly committed: Map<string, number>
-}
 
 /**
  * What `start` returns.
@@ -161,31 +134,22 @@ export interface PipelineOptions<E = never> {
 }
 
 /**
- * Splits a chunk into pieces of at most `maxBytes` (a single record larger than
- * that stays whole), so no chunk alone can hold the memory budget.
- */
-const splitToFit = (chunk: RecordChunk, maxBytes: number): Array<RecordChunk> => {
-  const out: Array<RecordChunk> = []
-  let rest = chunk
-  while (rest.bytes > maxBytes && rest.count > 1) {
-    const take = Math.max(1, Math.min(rest.count - 1, Math.floor((rest.count * maxBytes) / rest.bytes)))
-    const [head, tail] = splitAt(rest, take)
-    out.push(head)
-    rest = tail
-  }
-  out.push(rest)
-  return out
-}
-
-interface Work {
-  readonly batch: SealedBatch
-  readonly attempt: number
-}
-
-/**
  * Starts a pipeline in the current scope and returns a handle. Closing the scope
  * interrupts it: uploads in flight are abandoned and nothing unverified is ever
  * committed.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Memory, Pipeline } from "@sluice/core"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const handle = yield* Pipeline.start({ source: Memory.source({ name: "t", partitions: 2, records: 1_000, recordBytes: 64 }), sink: Memory.sink() })
+ *   const stats = yield* handle.await
+ *   return stats.recordsCommitted // 2000
+ * }))
+ * ```
  *
  * @since 0.1.0
  */
@@ -197,13 +161,7 @@ export const start = <E = never>(
     const { source, sink } = options
     const scope = yield* Scope.Scope
     const bus = yield* SignalBus.make
-    const base: KnobValues = {
-      concurrency: config.concurrency,
-      batchTarget: { records: config.batch.records, bytes: config.batch.bytes, maxAgeMillis: config.batch.maxAge },
-      readGate: "open",
-      rate: config.rate
-    }
-    const knobs = yield* Knob.make(base)
+    const knobs = yield* Knob.make(baseKnobs(config))
     const policyContext = options.policies === undefined
       ? Context.empty()
       : yield* Layer.buildWithScope(options.policies, scope).pipe(
@@ -212,385 +170,133 @@ export const start = <E = never>(
       )
     const retry = Context.getOrElse(policyContext, CurrentRetryPolicy, () => CurrentRetryPolicy.defaultValue())
     const metrics = Metrics.make(options.meterProvider)
-
-    const budgetBytes = Math.max(1, config.memoryBudget)
-    const gate = yield* Semaphore.make(knobs.current().concurrency)
-    const budget = yield* Semaphore.make(budgetBytes)
-    const commitLock = yield* Semaphore.make(1)
-    const gateOpen = yield* Latch.make(knobs.current().readGate === "open")
-    const queue = yield* Queue.unbounded<Work>()
+    const stats = Stats.make(knobs.current().readGate)
+    const publish = bus.publishUnsafe
     const done = yield* Deferred.make<PipelineStats, PipelineError>()
-    const sealer = new Sealer({ prefix: config.keyPrefix })
-    const tracker = new CommitTracker()
-    /** Commit points wanted per partition, with the records they newly cover. */
-    const wantCommit = new Map<string, { source: string; partition: number; nextOffset: number; records: number }>()
-    const stats: PipelineStats = {
-      recordsRead: 0,
-      bytesRead: 0,
-      batchesSealed: 0,
-      uploading: 0,
-      queued: 0,
-      inflightBytes: 0,
-      maxInflightBytes: 0,
-      openBytes: 0,
-      batchesVerified: 0,
-      recordsVerified: 0,
-      bytesVerified: 0,
-      recordsCommitted: 0,
-      requests: 0,
-      failures: 0,
-      throttles: 0,
-      retries: 0,
-      retentionGapRecords: 0,
-      readGate: knobs.current().readGate,
-      committed: new Map()
-    }
-    /** Sealed batches not yet verified (or dropped). */
-    let outstanding = 0
+    const budget = new MemoryBudget.MemoryBudget(config.memoryBudget)
+    const sealer = new Sealer({ prefix: config.keyPrefix, charge: MemoryBudget.chargeOf })
+    const limiter = yield* Limiter.make({ knobs, stats, metrics, publish })
+    const committer = yield* Committer.make({ source, stats, metrics })
     let sourceDone = false
-    /** Bytes accounted but not taken from the budget (chunks larger than it). */
-    let budgetDebt = 0
-
-    const publish = (signal: Signal) => bus.publishUnsafe(signal)
-
-    const releaseBytes = (bytes: number) => {
-      stats.inflightBytes -= bytes
-      const fromDebt = Math.min(budgetDebt, bytes)
-      budgetDebt -= fromDebt
-      return bytes - fromDebt > 0 ? Effect.asVoid(budget.release(bytes - fromDebt)) : Effect.void
-    }
-
     const checkDone = Effect.suspend(() =>
-      sourceDone && outstanding === 0 ? Deferred.succeed(done, stats) : Effect.void
+      sourceDone && uploader.outstanding() === 0 ? Deferred.succeed(done, stats) : Effect.void
     )
-
-    const fail = (error: PipelineError) => Deferred.fail(done, error)
-
-    const enqueue = (batches: ReadonlyArray<SealedBatch>, now: number) =>
-      Effect.suspend(() => {
-        if (batches.length === 0) return Effect.void
-        for (const batch of batches) {
-          tracker.register(batch)
-          outstanding++
-          stats.batchesSealed++
-          stats.queued++
-          metrics.seals.add(1, { reason: batch.sealReason })
-          publish({
-            _tag: "Sealed",
-            at: now,
-            reason: batch.sealReason,
-            records: batch.records,
-            bytes: batch.bytes,
-            ageMillis: now - batch.openedAt
-          })
-        }
-        stats.openBytes = sealer.openBytes
-        return Queue.offerAll(queue, batches.map((batch) => ({ batch, attempt: 1 })))
-      })
-
-    // --- reader -------------------------------------------------------------
-    const acceptChunk = (chunk: RecordChunk) =>
-      Effect.gen(function*() {
-        if (stats.readGate === "paused") {
-          const now = yield* Clock.currentTimeMillis
-          yield* enqueue(sealer.sealAll("pressure", now), now)
-          yield* source.pause
-          yield* gateOpen.await
-          yield* source.resume
-        }
-        const take = Math.min(chunk.bytes, budgetBytes)
-        if (take > 0 && !(yield* budget.takeIfAvailable(take))) {
-          // Full. Sealed and uploading batches will free memory as they are
-          // verified; open batches will not. Seal them early only when they would
-          // keep the chunk out even after everything sealed drained — sealing on
-          // every blocked chunk would turn each chunk into its own tiny batch.
-          if (sealer.openBytes + take > budgetBytes) {
-            const now = yield* Clock.currentTimeMillis
-            yield* enqueue(sealer.sealAll("pressure", now), now)
-          }
-          yield* budget.take(take)
-        }
-        budgetDebt += chunk.bytes - take
-        stats.inflightBytes += chunk.bytes
-        if (stats.inflightBytes > stats.maxInflightBytes) stats.maxInflightBytes = stats.inflightBytes
-        stats.recordsRead += chunk.count
-        stats.bytesRead += chunk.bytes
-        const now = yield* Clock.currentTimeMillis
-        const sealed = sealer.append(chunk, knobs.current().batchTarget, now)
-        stats.openBytes = sealer.openBytes
-        yield* enqueue(sealed, now)
-      })
-
-    const onGap = (gap: RetentionGap) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        stats.retentionGapRecords += gap.lostRecords
-        metrics.retentionGapRecords.add(gap.lostRecords, { partition: gap.partition })
-        // The records before the gap go in their own batch; the next batch starts
-        // at the log start and carries the gap in its manifest.
-        yield* enqueue(sealer.sealPartition(gap.source, gap.partition, "gap", now), now)
-        sealer.recordGap(gap.source, gap.partition, {
-          expected: gap.expected,
-          logStart: gap.logStart,
-          lostRecords: gap.lostRecords
-        })
-        publish({ ...gap, at: now })
-      })
-
-    const onRevoke = (event: PartitionsRevoked) =>
-      Effect.gen(function*() {
-        const freed = sealer.drop(source.name, event.partitions)
-        stats.openBytes = sealer.openBytes
-        tracker.forget(source.name, event.partitions)
-        for (const p of event.partitions) wantCommit.delete(`${source.name}/${p}`)
-        yield* releaseBytes(freed)
-        yield* event.acknowledge
-      })
-
-    const reader = source.events.pipe(
-      Stream.runForEach((event) => {
-        switch (event._tag) {
-          case "RecordChunk":
-            return event.bytes > budgetBytes / 2 && event.count > 1
-              ? Effect.forEach(splitToFit(event, budgetBytes / 2), acceptChunk, { discard: true })
-              : acceptChunk(event)
-          case "RetentionGap":
-            return onGap(event)
-          case "PartitionsRevoked":
-            return onRevoke(event)
-        }
+    const uploader: Uploader.Uploader = yield* Uploader.make({
+      sink,
+      limiter,
+      committer,
+      retry,
+      stats,
+      metrics,
+      scope,
+      release: (batch) => Effect.sync(() => {
+        budget.release(MemoryBudget.chargeOfBatch(batch))
+        stats.inflightBytes = budget.held
       }),
-      Effect.andThen(Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        yield* enqueue(sealer.sealAll("drain", now), now)
+      settled: checkDone,
+      failCause: (cause) => Deferred.failCause(done, cause)
+    })
+    const sealed = handOn({ committer, uploader, stats, metrics, publish })
+    const admission = yield* Admission.make({
+      source,
+      sealer,
+      budget,
+      knobs,
+      stats,
+      metrics,
+      publish,
+      sealed,
+      revoked: (partitions) => committer.forget(source.name, partitions)
+    })
+    const ticker = Ticker.run({
+      tickMillis: config.tick,
+      budgetBytes: budget.limit,
+      source,
+      sealer,
+      knobs,
+      stats,
+      metrics,
+      publish,
+      sealed,
+      refresh: () => {}
+    }, scope)
+    const reader = admission.read.pipe(
+      Effect.andThen(Effect.suspend(() => {
         sourceDone = true
-        yield* checkDone
+        return checkDone
       })),
       Effect.catchCause((cause) => Deferred.failCause(done, cause))
     )
-
-    // --- uploader -----------------------------------------------------------
-    const timedStage = <A, Err extends SinkFailure | VerificationFailed>(
-      stage: Stage,
-      bytes: number,
-      effect: Effect.Effect<A, Err>,
-      attempt: number
-    ): Effect.Effect<A, Err> =>
-      Effect.gen(function*() {
-        const startedAt = yield* Clock.currentTimeMillis
-        const inflightAtStart = stats.uploading
-        const limitAtStart = knobs.current().concurrency
-        stats.requests++
-        const exit = yield* Effect.exit(effect)
-        const end = yield* Clock.currentTimeMillis
-        const latencyMillis = end - startedAt
-        metrics.stageDuration.record(latencyMillis / 1000, { stage })
-        if (Exit.isSuccess(exit)) {
-          publish({ _tag: "UploadSample", at: end, stage, startedAt, latencyMillis, bytes, inflightAtStart, limitAtStart })
-          return exit.value
-        }
-        const error = exit.cause.reasons.find((r) => r._tag === "Fail")
-        if (error !== undefined && error._tag === "Fail") {
-          const failure = Failure.classify(error.error)
-          stats.failures++
-          metrics.failures.add(1, { class: failure.failureClass, code: failure.code, stage })
-          if (failure.failureClass === "Throttled") {
-            stats.throttles++
-            metrics.throttles.add(1, { code: failure.code })
-          }
-          if (error.error._tag === "VerificationFailed") {
-            metrics.verificationFailures.add(1, { reason: error.error.reason })
-          }
-          publish({ _tag: "Failure", at: end, failure, startedAt, latencyMillis, inflightAtStart, limitAtStart, attempt })
-        }
-        return yield* exit
-      })
-
-    const commit = Effect.gen(function*() {
-      for (const [id, want] of wantCommit) {
-        const have = stats.committed.get(id) ?? -1
-        // Capture before yielding: onVerified may advance `want` meanwhile.
-        const nextOffset = want.nextOffset
-        const records = want.records
-        if (nextOffset <= have) continue
-        const startedAt = yield* Clock.currentTimeMillis
-        yield* source.commit(want.partition, nextOffset)
-        const end = yield* Clock.currentTimeMillis
-        metrics.stageDuration.record((end - startedAt) / 1000, { stage: "commit" })
-        stats.committed.set(id, nextOffset)
-        want.records -= records
-        stats.recordsCommitted += records
-        metrics.recordsCommitted.add(records)
-      }
-    }).pipe(commitLock.withPermit)
-
-    const upload = (work: Work) =>
-      Effect.gen(function*() {
-        const { batch, attempt } = work
-        const objectBytes = Batch.bodyBytes(batch)
-        const receipt = yield* timedStage("object_upload", objectBytes, sink.putObject(batch), attempt)
-        yield* timedStage("manifest_upload", 0, sink.putManifest(Batch.manifestOf(batch, receipt.checksum)), attempt)
-        yield* timedStage("verify", 0, sink.verify(receipt), attempt)
-      })
-
-    const onVerified = (batch: SealedBatch) =>
-      Effect.gen(function*() {
-        const advance = tracker.verified(batch)
-        stats.batchesVerified++
-        stats.recordsVerified += batch.records
-        stats.bytesVerified += batch.bytes
-        metrics.recordsVerified.add(batch.records)
-        yield* releaseBytes(batch.bytes)
-        if (advance !== undefined) {
-          const id = `${advance.source}/${advance.partition}`
-          const want = wantCommit.get(id)
-          if (want === undefined) {
-            wantCommit.set(id, { ...advance })
-          } else {
-            want.nextOffset = advance.nextOffset
-            want.records += advance.records
-          }
-          yield* commit
-        }
-        // Only now: with an asynchronous source commit, counting the batch done
-        // before its commit lets the run complete (and close) mid-commit.
-        outstanding--
-        yield* checkDone
-      })
-
-    const onFailed = (work: Work, error: SinkFailure | VerificationFailed) =>
-      Effect.gen(function*() {
-        const failure = Failure.classify(error)
-        const delay = retry.delayMillis(failure, work.attempt)
-        if (delay === undefined) {
-          return yield* fail(
-            new BatchFailed({
-              key: work.batch.key,
-              failureClass: failure.failureClass,
-              code: failure.code,
-              stage: failure.stage,
-              attempts: work.attempt,
-              message: error._tag === "SinkFailure" ? error.message : `verification failed: ${error.reason}`
-            })
-          )
-        }
-        stats.retries++
-        stats.queued++
-        yield* Effect.sleep(delay).pipe(
-          Effect.andThen(Queue.offer(queue, { batch: work.batch, attempt: work.attempt + 1 })),
-          Effect.forkIn(scope)
-        )
-      })
-
-    const process = (work: Work) =>
-      Effect.suspend(() => {
-        stats.uploading++
-        return upload(work)
-      }).pipe(
-        Effect.ensuring(Effect.suspend(() => {
-          stats.uploading--
-          return gate.release(1)
-        })),
-        Effect.matchEffect({
-          onSuccess: () => onVerified(work.batch),
-          onFailure: (error) => onFailed(work, error)
-        }),
-        Effect.catchCause((cause) => Deferred.failCause(done, cause))
-      )
-
-    let nextStart = 0
-    const rateWait = Effect.gen(function*() {
-      const rate = knobs.current().rate
-      if (rate === null) return
-      const now = yield* Clock.currentTimeMillis
-      const interval = 1000 / rate
-      const at = Math.max(now, nextStart)
-      nextStart = at + interval
-      if (at > now) yield* Effect.sleep(at - now)
-    })
-
-    const dispatcher = Effect.gen(function*() {
-      while (true) {
-        const work = yield* Queue.take(queue)
-        stats.queued--
-        if (!tracker.isPending(work.batch)) {
-          // Its partition was revoked: abandon without commit.
-          outstanding--
-          yield* releaseBytes(work.batch.bytes)
-          yield* checkDone
-          continue
-        }
-        yield* rateWait
-        yield* gate.take(1)
-        yield* Effect.forkIn(process(work), scope)
-      }
-    })
-
-    // --- knobs, ticks -------------------------------------------------------
-    let lastKnobs = knobs.current()
-    const knobWatcher = knobs.changes.pipe(
-      Stream.runForEach((values) =>
-        Effect.gen(function*() {
-          if (values.concurrency !== lastKnobs.concurrency) {
-            metrics.policyDecisions.add(1, { knob: "concurrency" })
-            yield* gate.resize(values.concurrency)
-          }
-          if (values.batchTarget !== lastKnobs.batchTarget) metrics.policyDecisions.add(1, { knob: "batchTarget" })
-          if (values.rate !== lastKnobs.rate) metrics.policyDecisions.add(1, { knob: "rate" })
-          if (values.readGate !== lastKnobs.readGate) {
-            metrics.policyDecisions.add(1, { knob: "readGate" })
-            stats.readGate = values.readGate
-            if (values.readGate === "open") yield* gateOpen.open
-            else yield* gateOpen.close
-          }
-          lastKnobs = values
-        })
-      )
-    )
-
-    const ticker = Effect.gen(function*() {
-      while (true) {
-        yield* Effect.sleep(config.tick)
-        const now = yield* Clock.currentTimeMillis
-        const values = knobs.current()
-        yield* enqueue(sealer.sealExpired(now, values.batchTarget.maxAgeMillis), now)
-        const lag = yield* source.lag
-        let totalLag = 0
-        for (const [partition, records] of lag) {
-          totalLag += records
-          metrics.sourceLag.record(records, { partition })
-        }
-        metrics.inflightBatches.record(stats.uploading)
-        metrics.inflightBytes.record(stats.inflightBytes)
-        metrics.concurrencyLimit.record(values.concurrency)
-        metrics.batchTargetBytes.record(values.batchTarget.bytes)
-        metrics.batchTargetRecords.record(values.batchTarget.records)
-        publish({ _tag: "Lag", at: now, lag, totalRecords: totalLag })
-        publish({
-          _tag: "Inflight",
-          at: now,
-          batches: stats.uploading,
-          bytes: stats.inflightBytes,
-          openBytes: stats.openBytes,
-          budgetBytes
-        })
-        publish({ _tag: "Tick", at: now, knobs: values })
-      }
-    })
-
-    yield* Effect.forkIn(knobWatcher, scope)
-    yield* Effect.forkIn(dispatcher, scope)
+    yield* Effect.forkIn(watchKnobs(knobs, limiter, admission, metrics), scope)
+    yield* Effect.forkIn(uploader.dispatcher, scope)
     yield* Effect.forkIn(ticker, scope)
     yield* Effect.forkIn(reader, scope)
-
-    return {
-      config,
-      stats: () => stats,
-      knobs,
-      bus,
-      await: Deferred.await(done)
-    }
+    return { config, stats: () => stats, knobs, bus, await: Deferred.await(done) }
   })
+
+const baseKnobs = (config: PipelineConfig): KnobValues => ({
+  concurrency: config.concurrency,
+  batchTarget: { records: config.batch.records, bytes: config.batch.bytes, maxAgeMillis: config.batch.maxAge },
+  readGate: "open",
+  rate: config.rate
+})
+
+/**
+ * The hand-off from the sealer to the rest: registers each sealed batch with
+ * the committer (in seal order), counts and publishes the seal, queues it for
+ * upload.
+ */
+const handOn = (deps: {
+  readonly committer: Committer.Committer
+  readonly uploader: Uploader.Uploader
+  readonly stats: PipelineStats
+  readonly metrics: Metrics.Instruments
+  readonly publish: (signal: SignalBus.Signal) => void
+}) =>
+(batches: ReadonlyArray<SealedBatch>, now: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    for (const batch of batches) {
+      deps.committer.register(batch)
+      deps.stats.batchesSealed++
+      deps.metrics.seals.add(1, { reason: batch.sealReason })
+      deps.publish({
+        _tag: "Sealed",
+        at: now,
+        reason: batch.sealReason,
+        records: batch.records,
+        bytes: batch.bytes,
+        ageMillis: now - batch.openedAt
+      })
+    }
+    return deps.uploader.submit(batches)
+  })
+
+/** Forwards knob changes to the stages that enforce them, counting policy decisions. */
+const watchKnobs = (
+  knobs: Knob.Knobs["Service"],
+  limiter: Limiter.Limiter,
+  admission: Admission.Admission,
+  metrics: Metrics.Instruments
+): Effect.Effect<void> => {
+  let last = knobs.current()
+  return knobs.changes.pipe(
+    Stream.runForEach((values) =>
+      Effect.gen(function*() {
+        if (values.concurrency !== last.concurrency) {
+          metrics.policyDecisions.add(1, { knob: "concurrency" })
+          yield* limiter.resize(values.concurrency)
+        }
+        if (values.batchTarget !== last.batchTarget) metrics.policyDecisions.add(1, { knob: "batchTarget" })
+        if (values.rate !== last.rate) metrics.policyDecisions.add(1, { knob: "rate" })
+        if (values.readGate !== last.readGate) {
+          metrics.policyDecisions.add(1, { knob: "readGate" })
+          yield* admission.setGate(values.readGate)
+        }
+        last = values
+      })
+    )
+  )
+}
 
 /**
  * Runs a pipeline until its source ends and every batch is verified and

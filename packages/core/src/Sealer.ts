@@ -19,7 +19,23 @@ interface OpenBatch {
   chunks: Array<RecordChunk>
   records: number
   bytes: number
+  charge: number
   gap: GapRecord | undefined
+}
+
+/**
+ * Options of a {@link Sealer}.
+ *
+ * @since 0.2.0
+ */
+export interface SealerOptions {
+  /** Prefix of every object key. */
+  readonly prefix?: string | undefined
+  /**
+   * What a chunk costs the memory budget (default: its payload bytes); the
+   * sealer sums it per open batch ({@link Sealer.openCharge}).
+   */
+  readonly charge?: ((chunk: RecordChunk) => number) | undefined
 }
 
 /**
@@ -44,11 +60,15 @@ export class Sealer {
   private readonly pendingGaps = new Map<string, GapRecord>()
   /** Bytes held in open batches. */
   openBytes = 0
+  /** Budget charge of the open batches (see {@link SealerOptions.charge}). */
+  openCharge = 0
 
-  private readonly options: { readonly prefix?: string | undefined }
+  private readonly options: SealerOptions
+  private readonly chargeOf: (chunk: RecordChunk) => number
 
-  constructor(options: { readonly prefix?: string | undefined } = {}) {
+  constructor(options: SealerOptions = {}) {
     this.options = options
+    this.chargeOf = options.charge ?? ((chunk) => chunk.bytes)
   }
 
   /** Number of open batches. */
@@ -67,7 +87,16 @@ export class Sealer {
     while (rest !== undefined && rest.count > 0) {
       let batch = this.open.get(id)
       if (batch === undefined) {
-        batch = { source: rest.source, partition: rest.partition, openedAt: now, chunks: [], records: 0, bytes: 0, gap: this.pendingGaps.get(id) }
+        batch = {
+          source: rest.source,
+          partition: rest.partition,
+          openedAt: now,
+          chunks: [],
+          records: 0,
+          bytes: 0,
+          charge: 0,
+          gap: this.pendingGaps.get(id)
+        }
         this.pendingGaps.delete(id)
         this.open.set(id, batch)
       }
@@ -126,18 +155,29 @@ export class Sealer {
    * (a revoke: the new owner re-reads those records). Returns the bytes freed.
    */
   drop(source: string, partitions: ReadonlyArray<number>): number {
-    let freed = 0
+    return this.dropPartitions(source, partitions).bytes
+  }
+
+  /**
+   * Like {@link drop}, returning both the payload bytes and the budget charge
+   * freed.
+   */
+  dropPartitions(source: string, partitions: ReadonlyArray<number>): { readonly bytes: number; readonly charge: number } {
+    let bytes = 0
+    let charge = 0
     for (const partition of partitions) {
       const id = keyOf(source, partition)
       const batch = this.open.get(id)
       if (batch !== undefined) {
-        freed += batch.bytes
+        bytes += batch.bytes
+        charge += batch.charge
         this.openBytes -= batch.bytes
+        this.openCharge -= batch.charge
         this.open.delete(id)
       }
       this.pendingGaps.delete(id)
     }
-    return freed
+    return { bytes, charge }
   }
 
   /** Records a retention gap; the partition's next batch carries it in its manifest. */
@@ -149,15 +189,19 @@ export class Sealer {
   }
 
   private add(batch: OpenBatch, chunk: RecordChunk): void {
+    const charge = this.chargeOf(chunk)
     batch.chunks.push(chunk)
     batch.records += chunk.count
     batch.bytes += chunk.bytes
+    batch.charge += charge
     this.openBytes += chunk.bytes
+    this.openCharge += charge
   }
 
   private seal(id: string, batch: OpenBatch, reason: SealReason, now: number): SealedBatch {
     this.open.delete(id)
     this.openBytes -= batch.bytes
+    this.openCharge -= batch.charge
     const sequence = this.sequences.get(id) ?? 0
     this.sequences.set(id, sequence + 1)
     const first = batch.chunks[0]

@@ -1,0 +1,199 @@
+/**
+ * The limiter: enforcement of the concurrency and rate knobs, and the
+ * attribution of every sink request's outcome — in the spirit of Netflix's
+ * `Limiter` (acquire a permit, then report `onSuccess` / `onIgnore` /
+ * `onDropped`), separate from the algorithms (the policies) that decide the
+ * limit.
+ *
+ * - **Gate**: a `Semaphore` of upload permits, resized when the concurrency knob
+ *   moves (`Semaphore.resize`: a shrink lets uploads in flight finish, it never
+ *   cancels them).
+ * - **Rate**: an optional token bucket of burst 1 spacing object-upload starts
+ *   at `1000 / rate` ms (the rate knob; `null` = unlimited).
+ * - **Attribution** ({@link attribute}): each request is a sample for the
+ *   controllers, published on the bus as
+ *   - `success` → an `UploadSample` (latency, bytes, in-flight and limit at
+ *     its start);
+ *   - `dropped` → a `Failure` signal of class `Throttled`: the store shed load,
+ *     the one outcome that says the limit is too high;
+ *   - `ignored` → a `Failure` signal of class `Transient` or `Fatal`: the
+ *     request failed for a reason that says nothing about load; controllers
+ *     see it but must not read it as a latency sample. The batch is retried
+ *     (or fails the run) by the uploader.
+ *
+ * It owns: the gate, the rate clock, the `uploading`, `requests`, `failures`
+ * and `throttles` counters. It touches nothing else.
+ *
+ * @since 0.2.0
+ */
+import type { Semaphore as SemaphoreT } from "effect"
+import { Clock, Effect, Exit, Semaphore } from "effect"
+import * as Failure from "../Failure.ts"
+import type { SinkFailure, Stage, VerificationFailed } from "../Failure.ts"
+import type { KnobValues } from "../Knob.ts"
+import type { Instruments } from "../Metrics.ts"
+import type { Signal } from "../Signal.ts"
+import type { PipelineStats } from "./Stats.ts"
+
+/**
+ * How a request's outcome counts for the controllers (see the module doc).
+ *
+ * @since 0.2.0
+ */
+export type Attribution = "success" | "ignored" | "dropped"
+
+/**
+ * Attributes one request's outcome: `success` for a success, `dropped` for a
+ * throttle, `ignored` for any other failure.
+ *
+ * **Example**
+ *
+ * ```ts
+ * // inside packages/core/src
+ * import * as Limiter from "./stage/Limiter.ts"
+ *
+ * Limiter.attribute(undefined) // "success"
+ * Limiter.attribute({ failureClass: "Throttled", code: "SlowDown", status: 503, stage: "verify", retryAfterMillis: undefined }) // "dropped"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const attribute = (failure: Failure.ClassifiedFailure | undefined): Attribution =>
+  failure === undefined ? "success" : failure.failureClass === "Throttled" ? "dropped" : "ignored"
+
+/**
+ * What the limiter needs from the pipeline.
+ *
+ * @since 0.2.0
+ */
+export interface LimiterDeps {
+  readonly knobs: { readonly current: () => KnobValues }
+  readonly stats: PipelineStats
+  readonly metrics: Instruments
+  readonly publish: (signal: Signal) => void
+}
+
+/**
+ * The limiter of one pipeline.
+ *
+ * **When to use**
+ *
+ * The uploader `acquire`s a permit per batch attempt, runs each sink request
+ * through `measure`, and `release`s the permit when the attempt ends. The
+ * knob watcher calls `resize`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * // inside packages/core/src
+ * import { Effect } from "effect"
+ * import * as Limiter from "./stage/Limiter.ts"
+ * declare const deps: Limiter.LimiterDeps
+ * declare const request: Effect.Effect<string, import("./Failure.ts").SinkFailure>
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* Limiter.make(deps)
+ *   yield* limiter.acquire
+ *   const result = yield* limiter.measure("object_upload", 1024, 1, request).pipe(Effect.ensuring(limiter.release))
+ *   return result
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ */
+export interface Limiter {
+  /** Waits for the rate, then for a permit. */
+  readonly acquire: Effect.Effect<void>
+  /** Returns the permit taken by `acquire`. */
+  readonly release: Effect.Effect<void>
+  /** Resizes the gate (concurrency knob). */
+  readonly resize: (permits: number) => Effect.Effect<void>
+  /**
+   * Runs one sink request, times it, publishes its sample (attributed, see
+   * {@link attribute}) and counts it.
+   */
+  readonly measure: <A, E extends SinkFailure | VerificationFailed>(
+    stage: Stage,
+    bytes: number,
+    attempt: number,
+    request: Effect.Effect<A, E>
+  ) => Effect.Effect<A, E>
+  /** Batches holding a permit now. */
+  readonly inflight: () => number
+}
+
+/**
+ * Builds a limiter whose gate starts at the concurrency knob's current value.
+ *
+ * @since 0.2.0
+ */
+export const make = (deps: LimiterDeps): Effect.Effect<Limiter> =>
+  Effect.map(Semaphore.make(deps.knobs.current().concurrency), (gate) => fromGate(gate, deps))
+
+const fromGate = (gate: SemaphoreT.Semaphore, deps: LimiterDeps): Limiter => {
+  const { stats } = deps
+  let nextStart = 0
+  const rateWait = Effect.gen(function*() {
+    const rate = deps.knobs.current().rate
+    if (rate === null) return
+    const now = yield* Clock.currentTimeMillis
+    const at = Math.max(now, nextStart)
+    nextStart = at + 1000 / rate
+    if (at > now) yield* Effect.sleep(at - now)
+  })
+  const acquire = rateWait.pipe(
+    Effect.andThen(gate.take(1)),
+    Effect.andThen(Effect.sync(() => {
+      stats.uploading++
+    }))
+  )
+  const release = Effect.suspend(() => {
+    stats.uploading--
+    return Effect.asVoid(gate.release(1))
+  })
+  return {
+    acquire,
+    release,
+    resize: (permits) => gate.resize(permits),
+    measure: (stage, bytes, attempt, request) => measured(deps, stage, bytes, attempt, request),
+    inflight: () => stats.uploading
+  }
+}
+
+const measured = <A, E extends SinkFailure | VerificationFailed>(
+  deps: LimiterDeps,
+  stage: Stage,
+  bytes: number,
+  attempt: number,
+  request: Effect.Effect<A, E>
+): Effect.Effect<A, E> =>
+  Effect.gen(function*() {
+    const { stats, metrics } = deps
+    const startedAt = yield* Clock.currentTimeMillis
+    const inflightAtStart = stats.uploading
+    const limitAtStart = deps.knobs.current().concurrency
+    stats.requests++
+    const exit = yield* Effect.exit(request)
+    const end = yield* Clock.currentTimeMillis
+    const latencyMillis = end - startedAt
+    metrics.stageDuration.record(latencyMillis / 1000, { stage })
+    if (Exit.isSuccess(exit)) {
+      deps.publish({ _tag: "UploadSample", at: end, stage, startedAt, latencyMillis, bytes, inflightAtStart, limitAtStart })
+      return exit.value
+    }
+    const reason = exit.cause.reasons.find((r) => r._tag === "Fail")
+    if (reason !== undefined && reason._tag === "Fail") {
+      const failure = Failure.classify(reason.error)
+      stats.failures++
+      metrics.failures.add(1, { class: failure.failureClass, code: failure.code, stage })
+      if (attribute(failure) === "dropped") {
+        stats.throttles++
+        metrics.throttles.add(1, { code: failure.code })
+      }
+      if (reason.error._tag === "VerificationFailed") {
+        metrics.verificationFailures.add(1, { reason: reason.error.reason })
+      }
+      deps.publish({ _tag: "Failure", at: end, failure, startedAt, latencyMillis, inflightAtStart, limitAtStart, attempt })
+    }
+    return yield* exit
+  })

@@ -1,0 +1,115 @@
+/**
+ * The ticker: the pipeline's clock-driven work, once per `tick`.
+ *
+ * On every tick it seals the open batches that reached `maxAge` (`age`),
+ * records the gauges (in-flight, limits, batch target, source lag, age of the
+ * oldest uncommitted batch) and publishes `Lag`, `Inflight` and `Tick` signals.
+ *
+ * Source lag is **polled in its own fiber**, never inline: a slow or stuck
+ * `source.lag` (a broker round trip) must not delay ticks, age seals or the
+ * signals the policies step on. Each tick publishes the latest lag known.
+ *
+ * It owns: the tick loop and the lag poller. It may touch: the sealer (age
+ * seals, handed on through a callback), `source.lag`, the metrics; it reads
+ * the stats and the knobs.
+ *
+ * @since 0.2.0
+ */
+import { Clock, Effect } from "effect"
+import type { Scope } from "effect"
+import type { SealedBatch } from "../Batch.ts"
+import type { KnobValues } from "../Knob.ts"
+import type { Instruments } from "../Metrics.ts"
+import type { Sealer } from "../Sealer.ts"
+import type { Signal } from "../Signal.ts"
+import type { Source } from "../Source.ts"
+import type { PipelineStats } from "./Stats.ts"
+
+/**
+ * What the ticker needs from the pipeline.
+ *
+ * @since 0.2.0
+ */
+export interface TickerDeps {
+  readonly tickMillis: number
+  readonly budgetBytes: number
+  readonly source: Pick<Source, "lag">
+  readonly sealer: Sealer
+  readonly knobs: { readonly current: () => KnobValues }
+  readonly stats: PipelineStats
+  readonly metrics: Instruments
+  readonly publish: (signal: Signal) => void
+  /** Hands batches sealed on age on. */
+  readonly sealed: (batches: ReadonlyArray<SealedBatch>, now: number) => Effect.Effect<void>
+  /** Refreshes clock-derived stats before they are recorded (e.g. the oldest uncommitted age). */
+  readonly refresh: (now: number) => void
+}
+
+/**
+ * Runs the ticker (the tick loop, and the lag poller forked in `scope`); never
+ * returns.
+ *
+ * **Example**
+ *
+ * ```ts
+ * // inside packages/core/src
+ * import { Effect } from "effect"
+ * import * as Ticker from "./stage/Ticker.ts"
+ * declare const deps: Ticker.TickerDeps
+ *
+ * const program = Effect.scoped(Effect.flatMap(Effect.scope, (scope) => Ticker.run(deps, scope)))
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const run = (deps: TickerDeps, scope: Scope.Scope): Effect.Effect<never> =>
+  Effect.gen(function*() {
+    let lag: ReadonlyMap<number, number> = new Map()
+    // The poller: one lag call at a time, at most one per tick; however long a
+    // call takes, the tick loop goes on with the latest value.
+    yield* Effect.forkIn(
+      Effect.forever(
+        Effect.flatMap(deps.source.lag, (latest) =>
+          Effect.andThen(
+            Effect.sync(() => {
+              lag = latest
+            }),
+            Effect.sleep(deps.tickMillis)
+          ))
+      ),
+      scope
+    )
+    return yield* Effect.forever(Effect.andThen(Effect.sleep(deps.tickMillis), Effect.suspend(() => tick(deps, lag))))
+  })
+
+/** One tick: age seals, gauges, signals. */
+const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>) =>
+  Effect.gen(function*() {
+    const { stats, metrics } = deps
+    const now = yield* Clock.currentTimeMillis
+    const values = deps.knobs.current()
+    yield* deps.sealed(deps.sealer.sealExpired(now, values.batchTarget.maxAgeMillis), now)
+    stats.openBytes = deps.sealer.openBytes
+    deps.refresh(now)
+    let totalLag = 0
+    for (const [partition, records] of lag) {
+      totalLag += records
+      metrics.sourceLag.record(records, { partition })
+    }
+    metrics.inflightBatches.record(stats.uploading)
+    metrics.inflightBytes.record(stats.inflightBytes)
+    metrics.concurrencyLimit.record(values.concurrency)
+    metrics.batchTargetBytes.record(values.batchTarget.bytes)
+    metrics.batchTargetRecords.record(values.batchTarget.records)
+    metrics.oldestUncommittedAge.record(stats.oldestUncommittedAgeMillis / 1000)
+    deps.publish({ _tag: "Lag", at: now, lag, totalRecords: totalLag })
+    deps.publish({
+      _tag: "Inflight",
+      at: now,
+      batches: stats.uploading,
+      bytes: stats.inflightBytes,
+      openBytes: stats.openBytes,
+      budgetBytes: deps.budgetBytes
+    })
+    deps.publish({ _tag: "Tick", at: now, knobs: values })
+  })
