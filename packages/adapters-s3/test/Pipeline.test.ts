@@ -260,8 +260,11 @@ describe("Pipeline → S3 sink through the fault proxy", () => {
     // A 500 on HEAD has no body, so the SDK names it "Unknown": Transient (retried) by its status.
     const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
     expect(error).toMatchObject({ _tag: "BatchFailed", key: bad, stage: "verify", code: "Unknown", failureClass: "Transient", attempts: 3 })
-    // Each attempt re-sent the batch and failed at the HEAD.
-    expect(hitsOn(hits, "PUT", badPath)).toHaveLength(3)
+    // Each attempt failed at the HEAD. The object was PUT once if the uploader
+    // resumes at the stage that failed (issue 10's uploader), or once per
+    // attempt if every retry restarts at PUT: never any other count.
+    // TODO(issue 10): tighten to 1 once the resuming uploader is committed.
+    expect([1, 3]).toContain(hitsOn(hits, "PUT", badPath).length)
     expect(hitsOn(hits, "HEAD", badPath).map((h) => h.fault)).toEqual(["Error", "Error", "Error"])
     expect(g.violations).toEqual([])
     expect(g.verifiedKeys.has(bad)).toBe(false)
