@@ -12,7 +12,11 @@
  *   wait longer than the deployment allows.
  * - `readGate`: `paused` if **any** policy asks for it (one "we are behind" is
  *   enough to stop reading).
- * - `rate`: the **minimum** of the non-null proposals; `null` means unlimited.
+ * - `rate`: the **minimum** of the configured rate and the non-null
+ *   proposals. `null` means "no limit from me": a `null` proposal never lifts
+ *   the configured rate, and no proposal can exceed it (a configured 10/s stays
+ *   at most 10/s whatever policies propose); unlimited only when neither the
+ *   configuration nor any policy sets a rate.
  *
  * A knob nobody proposes to keeps the pipeline's configured base value.
  *
@@ -74,7 +78,8 @@ export const combine = (base: KnobValues, proposals: Iterable<Proposal>): KnobVa
   let maxAgeMillis: number | undefined
   let paused = false
   let anyGate = false
-  let rate: number | null | undefined
+  // The configured rate is a cap: proposals can only lower it.
+  let rate: number | undefined = base.rate ?? undefined
   for (const p of proposals) {
     if (p.concurrency !== undefined) concurrency = concurrency === undefined ? p.concurrency : Math.min(concurrency, p.concurrency)
     if (p.batchTarget !== undefined) {
@@ -89,8 +94,7 @@ export const combine = (base: KnobValues, proposals: Iterable<Proposal>): KnobVa
       anyGate = true
       if (p.readGate === "paused") paused = true
     }
-    if (p.rate !== undefined && p.rate !== null) rate = rate === undefined || rate === null ? p.rate : Math.min(rate, p.rate)
-    else if (p.rate === null && rate === undefined) rate = null
+    if (p.rate !== undefined && p.rate !== null) rate = rate === undefined ? p.rate : Math.min(rate, p.rate)
   }
   return {
     concurrency: Math.max(1, Math.floor(concurrency ?? base.concurrency)),
@@ -100,7 +104,7 @@ export const combine = (base: KnobValues, proposals: Iterable<Proposal>): KnobVa
       maxAgeMillis: Math.max(1, Math.min(maxAgeMillis ?? Infinity, base.batchTarget.maxAgeMillis))
     },
     readGate: anyGate ? (paused ? "paused" : "open") : base.readGate,
-    rate: rate === undefined ? base.rate : rate
+    rate: rate ?? null
   }
 }
 
@@ -150,11 +154,11 @@ export const make = (base: KnobValues): Effect.Effect<Knobs["Service"]> =>
       propose: (policy, proposal) =>
         Effect.suspend(() => {
           const previous = latest.get(policy)
-      latest.set(policy, {
-        ...previous,
-        ...proposal,
-        ...(proposal.batchTarget !== undefined ? { batchTarget: { ...previous?.batchTarget, ...proposal.batchTarget } } : {})
-      })
+          latest.set(policy, {
+            ...previous,
+            ...proposal,
+            ...(proposal.batchTarget !== undefined ? { batchTarget: { ...previous?.batchTarget, ...proposal.batchTarget } } : {})
+          })
           const next = combine(base, latest.values())
           if (sameValues(next, current)) return Effect.void
           current = next

@@ -33,4 +33,11 @@ describe("Knob.combine", () => {
     expect(Knob.combine(base, [{ rate: null }, { rate: 50 }, { rate: 20 }]).rate).toBe(20)
     expect(Knob.combine(base, [{ rate: null }]).rate).toBeNull()
   })
+  it("rate: the configured rate caps every proposal (a configured 10/s never becomes 20/s)", () => {
+    const capped: Knob.KnobValues = { ...base, rate: 10 }
+    expect(Knob.combine(capped, [{ rate: 20 }]).rate).toBe(10)
+    expect(Knob.combine(capped, [{ rate: null }]).rate).toBe(10)
+    expect(Knob.combine(capped, [{ rate: 5 }, { rate: 20 }]).rate).toBe(5)
+    expect(Knob.combine(capped, []).rate).toBe(10)
+  })
 })
