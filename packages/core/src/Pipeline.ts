@@ -17,8 +17,9 @@
  *    signals; lag is polled in its own fiber.
  *
  * Policies (layers over the `SignalBus` and the `Knobs`) are built in the
- * pipeline's scope; the knob watcher here forwards their decisions to the
- * stages (concurrency → limiter, read gate → admission).
+ * pipeline's scope, supervised (`PolicySupervisor.ts`: a policy whose fiber
+ * dies ends the run with `PolicyFailed`); the knob watcher here forwards their
+ * decisions to the stages (concurrency → limiter, read gate → admission).
  *
  * @since 0.1.0
  */
@@ -30,6 +31,8 @@ import type { ConfigError } from "./Config.ts"
 import * as Knob from "./Knob.ts"
 import type { KnobValues } from "./Knob.ts"
 import * as Metrics from "./Metrics.ts"
+import * as PolicySupervisor from "./PolicySupervisor.ts"
+import type { PolicyFailed } from "./PolicySupervisor.ts"
 import { CurrentRetryPolicy } from "./RetryPolicy.ts"
 import { Sealer } from "./Sealer.ts"
 import * as SignalBus from "./Signal.ts"
@@ -97,11 +100,13 @@ export { BatchFailed } from "./stage/Uploader.ts"
 export type { PipelineStats } from "./stage/Stats.ts"
 
 /**
- * Every way a run can fail.
+ * Every way a run can fail: the source failed (`SourceError`), a batch spent
+ * its retries (`BatchFailed`), the config is bad (`ConfigError`), or a policy's
+ * fiber died (`PolicyFailed`).
  *
  * @since 0.1.0
  */
-export type PipelineError = SourceError | BatchFailed | ConfigError
+export type PipelineError = SourceError | BatchFailed | ConfigError | PolicyFailed
 
 /**
  * What `start` returns.
@@ -162,11 +167,15 @@ export const start = <E = never>(
     const scope = yield* Scope.Scope
     const bus = yield* SignalBus.make
     const knobs = yield* Knob.make(baseKnobs(config))
+    // Policy shells report a dying fiber to this supervisor; the run then ends
+    // with PolicyFailed (see the watcher forked below).
+    const supervisor = yield* PolicySupervisor.make
     const policyContext = options.policies === undefined
       ? Context.empty()
       : yield* Layer.buildWithScope(options.policies, scope).pipe(
         Effect.provideService(SignalBus.SignalBus, bus),
-        Effect.provideService(Knob.Knobs, knobs)
+        Effect.provideService(Knob.Knobs, knobs),
+        Effect.provideService(PolicySupervisor.PolicySupervisor, supervisor)
       )
     const retry = Context.getOrElse(policyContext, CurrentRetryPolicy, () => CurrentRetryPolicy.defaultValue())
     const metrics = Metrics.make(options.meterProvider)
@@ -227,6 +236,7 @@ export const start = <E = never>(
       })),
       Effect.catchCause((cause) => Deferred.failCause(done, cause))
     )
+    yield* Effect.forkIn(Effect.flatMap(supervisor.failed, (failed) => Deferred.fail(done, failed)), scope)
     yield* Effect.forkIn(watchKnobs(knobs, limiter, admission, metrics), scope)
     yield* Effect.forkIn(uploader.dispatcher, scope)
     yield* Effect.forkIn(ticker, scope)

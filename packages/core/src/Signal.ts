@@ -2,9 +2,14 @@
  * Signals: everything the pipeline observes, published on one bus that policies
  * subscribe to.
  *
+ * The bus is bounded: each subscriber has its own sliding queue of at most
+ * `capacity` signals, in which periodic snapshots (`Tick`, `Inflight`, `Lag`)
+ * coalesce (see {@link makeWith}).
+ *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, PubSub, Stream } from "effect"
+import { Context, Effect, Layer, MutableList, PubSub, Stream } from "effect"
+import type { Scope } from "effect"
 import type { SealReason } from "./Batch.ts"
 import type { ClassifiedFailure, Stage } from "./Failure.ts"
 import type { KnobValues } from "./Knob.ts"
@@ -164,31 +169,196 @@ export class SignalBus extends Context.Service<SignalBus, {
   /** Synchronous publish for hot paths. */
   readonly publishUnsafe: (signal: Signal) => void
   /** A subscription that sees every signal published after it was taken. */
-  readonly subscribe: Effect.Effect<PubSub.Subscription<Signal>, never, import("effect").Scope.Scope>
+  readonly subscribe: Effect.Effect<PubSub.Subscription<Signal>, never, Scope.Scope>
   /** The signals as a stream (subscribes when run). */
   readonly stream: Stream.Stream<Signal>
 }>()("@sluice/core/SignalBus") {}
 
 /**
- * Builds an unbounded signal bus (signals are per batch and per tick, not per
- * record, so the volume is small).
+ * Signals a subscriber that fell behind needs only the latest of: periodic
+ * snapshots, each superseding the one before.
+ *
+ * @since 0.2.0
+ */
+export const coalescing: ReadonlySet<Signal["_tag"]> = new Set(["Tick", "Inflight", "Lag"])
+
+/**
+ * Default capacity of each subscriber's queue, in signals.
+ *
+ * @since 0.2.0
+ */
+export const defaultCapacity = 4096
+
+/**
+ * Builds a signal bus whose subscribers each get a bounded **sliding** queue of
+ * `capacity` signals (default {@link defaultCapacity}).
+ *
+ * **Details**
+ *
+ * - A subscriber that does not keep up loses its **oldest** signals, never the
+ *   newest, and never slows the publisher: publishing is synchronous and never
+ *   waits.
+ * - `Tick`, `Inflight` and `Lag` signals **coalesce**: when a subscriber's
+ *   queue ends with a run of such snapshots, a new one replaces the unread one
+ *   of the same kind (and moves to the end, so times stay in order). A
+ *   subscriber that falls behind sees the latest snapshot, not a backlog of
+ *   them; a run holds at most one of each kind.
+ * - So a subscription holds at most `capacity` signals whatever happens — a
+ *   policy whose fiber died keeps a full queue of `capacity`, not an unbounded
+ *   one.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect, PubSub } from "effect"
+ * import { SignalBus } from "@sluice/core"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const bus = yield* SignalBus.makeWith({ capacity: 16 })
+ *   const lagging = yield* bus.subscribe // never read
+ *   for (let i = 0; i < 1_000; i++) bus.publishUnsafe({ _tag: "Tick", at: i, knobs: { concurrency: 1, batchTarget: { records: 1, bytes: 1, maxAgeMillis: 1 }, readGate: "open", rate: null } })
+ *   return yield* PubSub.remaining(lagging) // 1: the latest tick
+ * }))
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const makeWith = (options: { readonly capacity?: number | undefined } = {}): Effect.Effect<SignalBus["Service"], never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const capacity = Math.max(1, Math.floor(options.capacity ?? defaultCapacity))
+    const pubsub = yield* PubSub.make<Signal>({
+      atomicPubSub: () => new CoalescingPubSub(capacity),
+      strategy: () => new PubSub.SlidingStrategy()
+    })
+    yield* Effect.addFinalizer(() => PubSub.shutdown(pubsub))
+    return SignalBus.of({
+      publish: (signal) => Effect.asVoid(PubSub.publish(pubsub, signal)),
+      publishUnsafe: (signal) => {
+        PubSub.publishUnsafe(pubsub, signal)
+      },
+      subscribe: PubSub.subscribe(pubsub),
+      stream: Stream.fromPubSub(pubsub)
+    })
+  })
+
+/**
+ * Builds a signal bus with the default capacity per subscriber (see
+ * {@link makeWith}).
  *
  * @since 0.1.0
  */
-export const make = Effect.gen(function*() {
-  const pubsub = yield* PubSub.unbounded<Signal>()
-  yield* Effect.addFinalizer(() => PubSub.shutdown(pubsub))
-  return SignalBus.of({
-    publish: (signal) => Effect.asVoid(PubSub.publish(pubsub, signal)),
-    publishUnsafe: (signal) => {
-      PubSub.publishUnsafe(pubsub, signal)
-    },
-    subscribe: PubSub.subscribe(pubsub),
-    stream: Stream.fromPubSub(pubsub)
-  })
-})
+export const make: Effect.Effect<SignalBus["Service"], never, Scope.Scope> = makeWith()
 
 /**
  * @since 0.1.0
  */
 export const layer: Layer.Layer<SignalBus> = Layer.effect(SignalBus, make)
+
+/**
+ * The bus's storage: one bounded, sliding, coalescing queue per subscriber.
+ * Publishing offers to every queue and always succeeds.
+ */
+class CoalescingPubSub implements PubSub.PubSub.Atomic<Signal> {
+  readonly capacity: number
+  private readonly queues = new Set<SubscriberQueue>()
+  constructor(capacity: number) {
+    this.capacity = capacity
+  }
+  isEmpty(): boolean {
+    for (const q of this.queues) if (!q.isEmpty()) return false
+    return true
+  }
+  isFull(): boolean {
+    return false
+  }
+  size(): number {
+    let max = 0
+    for (const q of this.queues) max = Math.max(max, q.size())
+    return max
+  }
+  publish(value: Signal): boolean {
+    for (const q of this.queues) q.offer(value)
+    return true
+  }
+  publishAll(elements: Iterable<Signal>): Array<Signal> {
+    for (const value of elements) this.publish(value)
+    return []
+  }
+  slide(): void {}
+  subscribe(): PubSub.PubSub.BackingSubscription<Signal> {
+    const queue = new SubscriberQueue(this.capacity, (q) => this.queues.delete(q))
+    this.queues.add(queue)
+    return queue
+  }
+  replayWindow(): PubSub.PubSub.ReplayWindow<Signal> {
+    return { remaining: 0, take: () => undefined, takeN: () => [], takeAll: () => [], close: () => {} }
+  }
+}
+
+/** A ring buffer of at most `capacity` signals; see {@link makeWith} for the rules. */
+class SubscriberQueue implements PubSub.PubSub.BackingSubscription<Signal> {
+  private readonly ring: Array<Signal | undefined>
+  private head = 0
+  private count = 0
+  private readonly capacity: number
+  private readonly onUnsubscribe: (queue: SubscriberQueue) => void
+  constructor(capacity: number, onUnsubscribe: (queue: SubscriberQueue) => void) {
+    this.capacity = capacity
+    this.ring = new Array(capacity)
+    this.onUnsubscribe = onUnsubscribe
+  }
+  offer(signal: Signal): void {
+    if (coalescing.has(signal._tag)) this.removeUnreadSnapshot(signal._tag)
+    if (this.count === this.capacity) {
+      // Sliding: the oldest unread signal makes room.
+      this.ring[this.head] = undefined
+      this.head = (this.head + 1) % this.capacity
+      this.count--
+    }
+    this.ring[(this.head + this.count) % this.capacity] = signal
+    this.count++
+  }
+  /** Removes the unread snapshot of `tag` from the trailing run of snapshots, if any. */
+  private removeUnreadSnapshot(tag: Signal["_tag"]): void {
+    for (let back = 1; back <= Math.min(this.count, coalescing.size); back++) {
+      const at = (this.head + this.count - back) % this.capacity
+      const signal = this.ring[at]
+      if (signal === undefined || !coalescing.has(signal._tag)) return
+      if (signal._tag !== tag) continue
+      // Shift the (at most two) later snapshots back by one.
+      for (let i = this.count - back; i < this.count - 1; i++) {
+        this.ring[(this.head + i) % this.capacity] = this.ring[(this.head + i + 1) % this.capacity]
+      }
+      this.count--
+      this.ring[(this.head + this.count) % this.capacity] = undefined
+      return
+    }
+  }
+  isEmpty(): boolean {
+    return this.count === 0
+  }
+  size(): number {
+    return this.count
+  }
+  poll(): Signal | MutableList.Empty {
+    if (this.count === 0) return MutableList.Empty
+    const signal = this.ring[this.head]
+    this.ring[this.head] = undefined
+    this.head = (this.head + 1) % this.capacity
+    this.count--
+    return signal === undefined ? MutableList.Empty : signal
+  }
+  pollUpTo(n: number): Array<Signal> {
+    const out: Array<Signal> = []
+    while (out.length < n && this.count > 0) {
+      const signal = this.poll()
+      if (signal !== MutableList.Empty) out.push(signal)
+    }
+    return out
+  }
+  unsubscribe(): void {
+    this.ring.fill(undefined)
+    this.count = 0
+    this.onUnsubscribe(this)
+  }
+}
