@@ -33,7 +33,9 @@ export const getAdmin = (): Admin => {
 
 let producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined
 const getProducer = () => {
-  producer ??= new Producer({ clientId: "sluice-test-producer", bootstrapBrokers: brokers(), retries: 1 })
+  // Idempotent: a send retried after a timeout on a busy machine must not
+  // append its records twice (offsets are the tests' ground truth).
+  producer ??= new Producer({ clientId: "sluice-test-producer", bootstrapBrokers: brokers(), retries: 3, idempotent: true })
   return producer
 }
 
