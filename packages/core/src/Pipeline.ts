@@ -33,7 +33,8 @@ import type { KnobValues } from "./Knob.ts"
 import * as Metrics from "./Metrics.ts"
 import * as PolicySupervisor from "./PolicySupervisor.ts"
 import type { PolicyFailed } from "./PolicySupervisor.ts"
-import { CurrentRetryPolicy } from "./RetryPolicy.ts"
+import * as RetryPolicy from "./RetryPolicy.ts"
+import type { RetryBudget } from "./RetryPolicy.ts"
 import { Sealer } from "./Sealer.ts"
 import * as SignalBus from "./Signal.ts"
 import type { Sink } from "./Sink.ts"
@@ -63,6 +64,10 @@ import type { BatchFailed } from "./stage/Uploader.ts"
  * | `rate` | null | base request rate (object uploads started per second), null = unlimited |
  * | `tick` | 100 millis | period of the tick signal, the age check and lag polling |
  * | `keyPrefix` | "" | prefix of every object key |
+ * | `retry.maxAttempts` | 100 | attempts of one batch before `BatchFailed`, whatever the retry policy says |
+ * | `retry.maxElapsed` | 15 minutes | failing time of one batch (from its first failure) before `BatchFailed` |
+ * | `retry.unreachableAttempts` | 3 | consecutive connection-refused / DNS failures (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, …) before `BatchFailed` |
+ * | `maxVerifiedAhead` | 256 | verified batches of one partition that may wait behind an unverified one; past it the partition's new batches wait too (logged) |
  *
  * @since 0.1.0
  */
@@ -76,7 +81,13 @@ export const PipelineConfig = Schema.Struct({
   memoryBudget: Config.Bytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("256 MiB"))),
   rate: Schema.NullOr(Schema.Number.check(Schema.isGreaterThan(0))).pipe(Schema.withDecodingDefaultKey(Effect.succeed(null))),
   tick: Config.Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>(100))),
-  keyPrefix: Schema.String.pipe(Schema.withDecodingDefaultKey(Effect.succeed("")))
+  keyPrefix: Schema.String.pipe(Schema.withDecodingDefaultKey(Effect.succeed(""))),
+  retry: Schema.Struct({
+    maxAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(100))),
+    maxElapsed: Config.Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("15 minutes"))),
+    unreachableAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(3)))
+  }).pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
+  maxVerifiedAhead: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(256)))
 })
 
 /**
@@ -177,7 +188,7 @@ export const start = <E = never>(
         Effect.provideService(Knob.Knobs, knobs),
         Effect.provideService(PolicySupervisor.PolicySupervisor, supervisor)
       )
-    const retry = Context.getOrElse(policyContext, CurrentRetryPolicy, () => CurrentRetryPolicy.defaultValue())
+    const retry = Context.getOrElse(policyContext, RetryPolicy.CurrentRetryPolicy, () => RetryPolicy.CurrentRetryPolicy.defaultValue())
     const metrics = Metrics.make(options.meterProvider)
     const stats = Stats.make(knobs.current().readGate)
     const publish = bus.publishUnsafe
@@ -195,6 +206,8 @@ export const start = <E = never>(
       limiter,
       committer,
       retry,
+      budget: retryBudget(config),
+      maxVerifiedAhead: config.maxVerifiedAhead,
       stats,
       metrics,
       scope,
@@ -215,7 +228,11 @@ export const start = <E = never>(
       metrics,
       publish,
       sealed,
-      revoked: (partitions) => committer.forget(source.name, partitions)
+      revoked: (partitions) =>
+        Effect.suspend(() => {
+          committer.forget(source.name, partitions)
+          return uploader.forget(source.name, partitions)
+        })
     })
     const ticker = Ticker.run({
       tickMillis: config.tick,
@@ -227,7 +244,7 @@ export const start = <E = never>(
       metrics,
       publish,
       sealed,
-      refresh: () => {}
+      refresh: committer.refreshAge
     }, scope)
     const reader = admission.read.pipe(
       Effect.andThen(Effect.suspend(() => {
@@ -243,6 +260,13 @@ export const start = <E = never>(
     yield* Effect.forkIn(reader, scope)
     return { config, stats: () => stats, knobs, bus, await: Deferred.await(done) }
   })
+
+const retryBudget = (config: PipelineConfig): RetryBudget => ({
+  maxAttempts: config.retry.maxAttempts,
+  maxElapsedMillis: config.retry.maxElapsed,
+  unreachableAttempts: config.retry.unreachableAttempts,
+  unreachableCodes: RetryPolicy.defaultBudget.unreachableCodes
+})
 
 const baseKnobs = (config: PipelineConfig): KnobValues => ({
   concurrency: config.concurrency,

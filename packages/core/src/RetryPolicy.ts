@@ -1,8 +1,18 @@
 /**
  * The retry policy: how long to wait before re-uploading a failed batch, or
- * whether to give up. Supplied by a policy (the throttle classifier provides one
- * that honours Retry-After and never retries fatal failures); the default below
- * applies when none is provided.
+ * whether to give up — and the **retry budget** that bounds every policy.
+ *
+ * - A policy (`RetryPolicy`) chooses the delay. A policy may supply its own
+ *   (the throttle classifier honours Retry-After); {@link standard} applies
+ *   when none is provided: exponential backoff with per-batch jitter.
+ * - The budget ({@link RetryBudget}) says when to stop, whatever the policy
+ *   says: after `maxAttempts` attempts, after `maxElapsedMillis` of failures
+ *   of one batch (15 minutes by default), or after `unreachableAttempts`
+ *   consecutive failures with a code that means the store cannot be reached
+ *   (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, … — adapters classify those as
+ *   `Transient`, so the budget counts them by code). The pipeline checks it
+ *   before asking the policy ({@link exhausted}); giving up fails the run with
+ *   `BatchFailed`, and nothing of that batch is committed.
  *
  * @since 0.1.0
  */
@@ -10,45 +20,213 @@ import { Context } from "effect"
 import type { ClassifiedFailure } from "./Failure.ts"
 
 /**
- * `delayMillis(failure, attempt)` returns the wait before attempt `attempt + 1`,
- * or `undefined` to give up (the pipeline then fails with `BatchFailed`; nothing
- * of the batch is committed, so its records are re-read on restart).
+ * What the pipeline knows about the batch being retried.
+ *
+ * @since 0.2.0
+ */
+export interface RetryContext {
+  /** The batch's object key: seeds the per-batch jitter. */
+  readonly key: string
+  /** When the batch's first failure happened (Clock ms). */
+  readonly firstFailureAt: number
+  /** Now (Clock ms). */
+  readonly now: number
+  /** Consecutive failures of this batch with this failure's code, this one included. */
+  readonly sameCode: number
+}
+
+/**
+ * `delayMillis(failure, attempt, context)` returns the wait before attempt
+ * `attempt + 1`, or `undefined` to give up (the pipeline then fails with
+ * `BatchFailed`; nothing of the batch is committed, so its records are
+ * re-read on restart). `context` is given by the pipeline; a policy written
+ * before it existed may ignore it.
  *
  * @since 0.1.0
  */
 export interface RetryPolicy {
-  readonly delayMillis: (failure: ClassifiedFailure, attempt: number) => number | undefined
+  readonly delayMillis: (failure: ClassifiedFailure, attempt: number, context?: RetryContext) => number | undefined
 }
 
 /**
- * Exponential backoff from `baseMillis`, doubling per attempt up to `maxMillis`,
- * never shorter than the server's Retry-After; `Fatal` failures are not retried.
- * Deterministic (no jitter) so simulations are reproducible.
+ * When to stop retrying one batch, whatever the policy says.
+ *
+ * @since 0.2.0
+ */
+export interface RetryBudget {
+  /** Attempts of one batch, the first included. */
+  readonly maxAttempts: number
+  /** Time from the batch's first failure after which it is not retried again. */
+  readonly maxElapsedMillis: number
+  /** Consecutive failures with one of `unreachableCodes` after which the store counts as unreachable. */
+  readonly unreachableAttempts: number
+  /** Codes that mean the store cannot be reached at all (connection refused, DNS). */
+  readonly unreachableCodes: ReadonlyArray<string>
+}
+
+/**
+ * The default budget: 100 attempts, 15 minutes of failures for one batch, 3
+ * consecutive connection-refused / DNS failures.
+ *
+ * **Details**
+ *
+ * With the default backoff (capped at 30 s) 15 minutes is ~35 attempts, so
+ * the elapsed time is the bound that binds; `maxAttempts` bounds policies
+ * that retry fast.
+ *
+ * @since 0.2.0
+ */
+export const defaultBudget: RetryBudget = {
+  maxAttempts: 100,
+  maxElapsedMillis: 15 * 60_000,
+  unreachableAttempts: 3,
+  unreachableCodes: ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]
+}
+
+/**
+ * Why the budget is spent for this failure, or `undefined` if a retry is
+ * still allowed (whether a `Fatal` failure is retried at all is the policy's
+ * call; every built-in policy gives up on it).
  *
  * **Example**
  *
  * ```ts
  * import { RetryPolicy } from "@sluice/core"
  *
- * const retry = RetryPolicy.exponential({ baseMillis: 50, maxMillis: 5_000 })
+ * const refused = { failureClass: "Transient", code: "ECONNREFUSED", status: undefined, stage: "object_upload", retryAfterMillis: undefined } as const
+ * RetryPolicy.exhausted(RetryPolicy.defaultBudget, refused, 3, { key: "k", firstFailureAt: 0, now: 1_000, sameCode: 3 })
+ * // "store unreachable: 3 consecutive ECONNREFUSED"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const exhausted = (
+  budget: RetryBudget,
+  failure: ClassifiedFailure,
+  attempt: number,
+  context: RetryContext | undefined
+): string | undefined => {
+  if (attempt >= budget.maxAttempts) return `retry budget spent: ${attempt} attempts`
+  if (context === undefined) return undefined
+  const elapsed = context.now - context.firstFailureAt
+  if (elapsed >= budget.maxElapsedMillis) {
+    return `retry budget spent: failing for ${Math.round(elapsed / 1000)} s (budget ${Math.round(budget.maxElapsedMillis / 1000)} s)`
+  }
+  if (budget.unreachableCodes.includes(failure.code) && context.sameCode >= budget.unreachableAttempts) {
+    return `store unreachable: ${context.sameCode} consecutive ${failure.code}`
+  }
+  return undefined
+}
+
+/**
+ * A policy that also gives up when `budget` is spent (see {@link exhausted}).
+ *
+ * **When to use**
+ *
+ * Outside the pipeline (which checks its own budget before any policy), or to
+ * give a policy a tighter budget than the pipeline's.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { RetryPolicy } from "@sluice/core"
+ *
+ * const retry = RetryPolicy.bounded(RetryPolicy.standard, { ...RetryPolicy.defaultBudget, maxElapsedMillis: 60_000 })
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const bounded = (policy: RetryPolicy, budget: RetryBudget = defaultBudget): RetryPolicy => ({
+  delayMillis: (failure, attempt, context) =>
+    exhausted(budget, failure, attempt, context) === undefined ? policy.delayMillis(failure, attempt, context) : undefined
+})
+
+/**
+ * A number in [0, 1) drawn from the batch key and the attempt: deterministic
+ * (a simulation replays exactly), different for every batch (two batches
+ * throttled on the same attempt do not retry at the same instant).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { RetryPolicy } from "@sluice/core"
+ *
+ * RetryPolicy.jitter("t/p=00000/a.rec", 2) !== RetryPolicy.jitter("t/p=00001/a.rec", 2) // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const jitter = (key: string, attempt: number): number => {
+  // FNV-1a over the key, mixed with the attempt, then one mulberry32 step.
+  let h = 0x811c9dc5
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
+  let t = (h ^ Math.imul(attempt, 0x9e3779b1)) >>> 0
+  t = (t + 0x6d2b79f5) >>> 0
+  let r = Math.imul(t ^ (t >>> 15), 1 | t)
+  r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r
+  return ((r ^ (r >>> 14)) >>> 0) / 4294967296
+}
+
+/**
+ * Exponential backoff from `baseMillis`, doubling per attempt up to `maxMillis`,
+ * never shorter than the server's Retry-After; `Fatal` failures are not retried.
+ *
+ * **Details**
+ *
+ * With `jitter: true` (and a context from the pipeline) the delay is "equal
+ * jitter": half the backoff fixed, half drawn by {@link jitter} from the batch
+ * key and the attempt — deterministic, and different per batch. Without it the
+ * delay is the full backoff.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { RetryPolicy } from "@sluice/core"
+ *
+ * const retry = RetryPolicy.exponential({ baseMillis: 50, maxMillis: 5_000, jitter: true })
  * ```
  *
  * @since 0.1.0
  */
-export const exponential = (options: { readonly baseMillis: number; readonly maxMillis: number }): RetryPolicy => ({
-  delayMillis: (failure, attempt) => {
+export const exponential = (options: {
+  readonly baseMillis: number
+  readonly maxMillis: number
+  readonly jitter?: boolean | undefined
+}): RetryPolicy => ({
+  delayMillis: (failure, attempt, context) => {
     if (failure.failureClass === "Fatal") return undefined
     const backoff = Math.min(options.maxMillis, options.baseMillis * 2 ** Math.max(0, attempt - 1))
-    return Math.max(backoff, failure.retryAfterMillis ?? 0)
+    const delay = options.jitter === true && context !== undefined
+      ? Math.round(backoff / 2 + (backoff / 2) * jitter(context.key, attempt))
+      : backoff
+    return Math.max(delay, failure.retryAfterMillis ?? 0)
   }
 })
 
 /**
+ * The default delays: `exponential({ baseMillis: 100, maxMillis: 30_000,
+ * jitter: true })`. The pipeline's retry budget bounds it (and every other
+ * policy); {@link bounded} bounds it outside a pipeline.
+ *
+ * @since 0.2.0
+ */
+export const standard: RetryPolicy = exponential({ baseMillis: 100, maxMillis: 30_000, jitter: true })
+
+/**
  * The retry policy in force (a `Context.Reference`, defaulting to
- * `exponential({ baseMillis: 100, maxMillis: 30_000 })`).
+ * {@link standard}).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Layer } from "effect"
+ * import { RetryPolicy } from "@sluice/core"
+ *
+ * const fastRetry = Layer.succeed(RetryPolicy.CurrentRetryPolicy, RetryPolicy.exponential({ baseMillis: 20, maxMillis: 500 }))
+ * ```
  *
  * @since 0.1.0
  */
 export const CurrentRetryPolicy = Context.Reference<RetryPolicy>("@sluice/core/RetryPolicy", {
-  defaultValue: () => exponential({ baseMillis: 100, maxMillis: 30_000 })
+  defaultValue: () => standard
 })

@@ -49,6 +49,12 @@ describe("Metrics", () => {
       expect(metric("sluice.concurrency.limit")?.dataPoints[0]?.value).toBe(8)
       expect(metric("sluice.source.lag")?.dataPoints.length).toBe(2)
       expect(metric("sluice.inflight.bytes")).toBeDefined()
+      expect(sum("sluice.retries")).toBe(1)
+      // The age of the oldest uncommitted batch (s), recorded every tick.
+      const age = metric("sluice.uncommitted.oldest_age")
+      expect(age?.descriptor.unit).toBe("s")
+      expect(age?.dataPoints.length).toBe(1)
+      expect(metric("sluice.partitions.held")?.dataPoints[0]?.value).toBe(0)
       yield* Effect.promise(() => meterProvider.shutdown())
     }))
 })

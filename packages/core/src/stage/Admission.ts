@@ -51,7 +51,7 @@ export interface AdmissionDeps {
   /** Hands freshly sealed batches on (to the committer and the uploader). */
   readonly sealed: (batches: ReadonlyArray<SealedBatch>, now: number) => Effect.Effect<void>
   /** Revoked partitions: forget them downstream (their sealed batches are abandoned). */
-  readonly revoked: (partitions: ReadonlyArray<number>) => void
+  readonly revoked: (partitions: ReadonlyArray<number>) => Effect.Effect<void>
 }
 
 /**
@@ -150,7 +150,7 @@ export const make = (deps: AdmissionDeps): Effect.Effect<Admission> =>
       Effect.gen(function*() {
         const dropped = sealer.dropPartitions(source.name, event.partitions)
         stats.openBytes = sealer.openBytes
-        deps.revoked(event.partitions)
+        yield* deps.revoked(event.partitions)
         budget.release(dropped.charge)
         stats.inflightBytes = budget.held
         yield* event.acknowledge

@@ -60,6 +60,14 @@ export interface Committer {
   readonly forget: (source: string, partitions: ReadonlyArray<number>) => void
   /** Whether the batch is still tracked (not committed, not forgotten). */
   readonly isPending: (batch: SealedBatch) => boolean
+  /**
+   * Whether a new batch must wait: `cap` batches of its partition are verified
+   * but not committed, behind an earlier one that is not verified — and the
+   * batch is not that one.
+   */
+  readonly atCap: (batch: SealedBatch, cap: number) => boolean
+  /** Refreshes the age of the oldest uncommitted batch in the stats. */
+  readonly refreshAge: (now: number) => void
   /** The pure tracker (for inspection). */
   readonly tracker: CommitTracker
 }
@@ -104,6 +112,11 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
       tracker,
       register: (batch) => tracker.register(batch),
       isPending: (batch) => tracker.isPending(batch),
+      atCap: (batch, cap) => tracker.verifiedAhead(batch.source, batch.partition) >= cap && !tracker.isHead(batch),
+      refreshAge: (now) => {
+        const oldest = tracker.oldestOpenedAt()
+        stats.oldestUncommittedAgeMillis = oldest === undefined ? 0 : Math.max(0, now - oldest)
+      },
       forget: (source, partitions) => {
         tracker.forget(source, partitions)
         for (const p of partitions) wanted.delete(`${source}/${p}`)

@@ -102,6 +102,7 @@ const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>) =>
     metrics.batchTargetBytes.record(values.batchTarget.bytes)
     metrics.batchTargetRecords.record(values.batchTarget.records)
     metrics.oldestUncommittedAge.record(stats.oldestUncommittedAgeMillis / 1000)
+    metrics.partitionsHeld.record(stats.partitionsHeld)
     deps.publish({ _tag: "Lag", at: now, lag, totalRecords: totalLag })
     deps.publish({
       _tag: "Inflight",

@@ -23,14 +23,15 @@
  *
  * @since 0.2.0
  */
-import { Cause, Effect, Queue, Schema } from "effect"
+import { Cause, Clock, Effect, Queue, Schema } from "effect"
 import type { Scope } from "effect"
 import * as Batch from "../Batch.ts"
 import type { SealedBatch } from "../Batch.ts"
 import * as Failure from "../Failure.ts"
 import type { SinkFailure, VerificationFailed } from "../Failure.ts"
 import type { Instruments } from "../Metrics.ts"
-import type { RetryPolicy } from "../RetryPolicy.ts"
+import * as RetryPolicy from "../RetryPolicy.ts"
+import type { RetryBudget } from "../RetryPolicy.ts"
 import type { PutReceipt, Sink } from "../Sink.ts"
 import type { SourceError } from "../Source.ts"
 import type { Committer } from "./Committer.ts"
@@ -85,6 +86,11 @@ export interface UploadState {
   readonly stage: UploadStage
   /** The receipt of the stored object, once `object_upload` succeeded. */
   readonly receipt: PutReceipt | undefined
+  /** When the batch first failed (Clock ms), for the retry budget. */
+  readonly firstFailureAt: number | undefined
+  /** The code of the last failure and how many failures in a row had it. */
+  readonly lastCode: string | undefined
+  readonly sameCode: number
 }
 
 /**
@@ -92,7 +98,37 @@ export interface UploadState {
  *
  * @since 0.2.0
  */
-export const initial = (batch: SealedBatch): UploadState => ({ batch, attempt: 1, stage: "object_upload", receipt: undefined })
+export const initial = (batch: SealedBatch): UploadState => ({
+  batch,
+  attempt: 1,
+  stage: "object_upload",
+  receipt: undefined,
+  firstFailureAt: undefined,
+  lastCode: undefined,
+  sameCode: 0
+})
+
+/**
+ * The state after `state`'s attempt failed at `failed.stage` with `error` at
+ * `now`: the next attempt, resuming at the failed stage (see {@link resumeAt}),
+ * with the retry context updated.
+ *
+ * @since 0.2.0
+ */
+export const retried = (
+  failed: UploadState,
+  error: SinkFailure | VerificationFailed,
+  code: string,
+  now: number
+): UploadState => ({
+  batch: failed.batch,
+  attempt: failed.attempt + 1,
+  stage: resumeAt(failed.stage, error._tag, failed.receipt),
+  receipt: error._tag === "VerificationFailed" ? undefined : failed.receipt,
+  firstFailureAt: failed.firstFailureAt ?? now,
+  lastCode: code,
+  sameCode: failed.lastCode === code ? failed.sameCode + 1 : 1
+})
 
 /**
  * Where the next attempt starts after `stage` failed with `error`: at the same
@@ -127,7 +163,11 @@ export interface UploaderDeps {
   readonly sink: Sink
   readonly limiter: Limiter
   readonly committer: Committer
-  readonly retry: RetryPolicy
+  readonly retry: RetryPolicy.RetryPolicy
+  /** When to give up on a batch, whatever `retry` says. */
+  readonly budget: RetryBudget
+  /** Verified-but-uncommitted batches per partition past which its new batches wait. */
+  readonly maxVerifiedAhead: number
   readonly stats: PipelineStats
   readonly metrics: Instruments
   /** Returns a batch's bytes to the memory budget (verified or abandoned). */
@@ -152,6 +192,8 @@ export interface Uploader {
   readonly dispatcher: Effect.Effect<never>
   /** Batches submitted and not yet settled. */
   readonly outstanding: () => number
+  /** Revoked partitions: their held batches go back to the dispatcher, which abandons them. */
+  readonly forget: (source: string, partitions: ReadonlyArray<number>) => Effect.Effect<void>
 }
 
 /**
@@ -179,6 +221,7 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
   Effect.map(Queue.unbounded<UploadState>(), (queue) => {
     let outstanding = 0
     const { stats } = deps
+    const parked = new Parked()
 
     const onVerified = (batch: SealedBatch) =>
       Effect.gen(function*() {
@@ -189,6 +232,7 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
         Batch.releaseBody(batch)
         yield* deps.release(batch)
         yield* deps.committer.verified(batch)
+        yield* unpark(batch)
         // Only now: with an asynchronous source commit, counting the batch done
         // before its commit lets the run complete (and close) mid-commit.
         outstanding--
@@ -203,22 +247,36 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
         yield* deps.settled
       })
 
-    const onFailed = (state: UploadState, error: SinkFailure | VerificationFailed) =>
+    const onFailed = (failed: UploadState, error: SinkFailure | VerificationFailed) =>
       Effect.gen(function*() {
         const failure = Failure.classify(error)
-        const delay = deps.retry.delayMillis(failure, state.attempt)
+        const now = yield* Clock.currentTimeMillis
+        const next = retried(failed, error, failure.code, now)
+        const context: RetryPolicy.RetryContext = {
+          key: failed.batch.key,
+          firstFailureAt: next.firstFailureAt ?? now,
+          now,
+          sameCode: next.sameCode
+        }
+        const spent = RetryPolicy.exhausted(deps.budget, failure, failed.attempt, context)
+        const delay = spent === undefined ? deps.retry.delayMillis(failure, failed.attempt, context) : undefined
         if (delay === undefined) {
-          Batch.releaseBody(state.batch)
-          return yield* deps.failCause(Cause.fail(batchFailed(state, failure, error)))
+          Batch.releaseBody(failed.batch)
+          return yield* deps.failCause(Cause.fail(batchFailed(failed, failure, error, spent)))
         }
         stats.retries++
         stats.queued++
-        const next: UploadState = {
-          batch: state.batch,
-          attempt: state.attempt + 1,
-          stage: resumeAt(state.stage, error._tag, state.receipt),
-          receipt: error._tag === "VerificationFailed" ? undefined : state.receipt
-        }
+        deps.metrics.retries.add(1, { class: failure.failureClass, code: failure.code, stage: failed.stage })
+        yield* Effect.logWarning("sluice: retrying a failed batch").pipe(
+          Effect.annotateLogs({
+            batch: failed.batch.key,
+            stage: failed.stage,
+            failureClass: failure.failureClass,
+            code: failure.code,
+            attempt: failed.attempt,
+            delayMillis: delay
+          })
+        )
         yield* Effect.sleep(delay).pipe(Effect.andThen(Queue.offer(queue, next)), Effect.forkIn(deps.scope))
       })
 
@@ -235,16 +293,32 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
     const dispatcher = Effect.gen(function*() {
       while (true) {
         const state = yield* Queue.take(queue)
-        stats.queued--
         if (!deps.committer.isPending(state.batch)) {
           // Its partition was revoked: abandon without commit.
+          stats.queued--
           yield* abandon(state.batch)
           continue
         }
+        if (state.attempt === 1 && deps.committer.atCap(state.batch, deps.maxVerifiedAhead)) {
+          // Still counted as queued: it waits for its partition's head batch.
+          if (parked.add(state)) yield* logHeld(deps, state.batch)
+          stats.partitionsHeld = parked.partitions
+          continue
+        }
+        stats.queued--
         yield* deps.limiter.acquire
         yield* Effect.forkIn(process(state), deps.scope)
       }
     })
+
+    /** Re-queues the batches held for `batch`'s partition once it is below the cap again. */
+    const unpark = (batch: SealedBatch) =>
+      Effect.suspend(() => {
+        if (deps.committer.tracker.verifiedAhead(batch.source, batch.partition) >= deps.maxVerifiedAhead) return Effect.void
+        const held = parked.take(batch.source, batch.partition)
+        stats.partitionsHeld = parked.partitions
+        return held.length === 0 ? Effect.void : Queue.offerAll(queue, held)
+      })
 
     return {
       submit: (batches) =>
@@ -255,9 +329,62 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
           return Queue.offerAll(queue, batches.map(initial))
         }),
       dispatcher,
-      outstanding: () => outstanding
+      outstanding: () => outstanding,
+      forget: (source, partitions) =>
+        Effect.suspend(() => {
+          const held = parked.takePartitions(source, partitions)
+          stats.partitionsHeld = parked.partitions
+          // The dispatcher abandons them: their partitions are no longer pending.
+          return held.length === 0 ? Effect.void : Queue.offerAll(queue, held)
+        })
     }
   })
+
+/**
+ * New batches of partitions at the verified-but-uncommitted cap, waiting for
+ * their partition's head batch. Bounded: each holds bytes of the memory budget.
+ */
+class Parked {
+  private readonly byPartition = new Map<string, Array<UploadState>>()
+  /** Partitions with batches waiting. */
+  get partitions(): number {
+    return this.byPartition.size
+  }
+  /** Parks a batch; `true` when its partition was not held before. */
+  add(state: UploadState): boolean {
+    const id = partitionId(state.batch.source, state.batch.partition)
+    const list = this.byPartition.get(id)
+    if (list !== undefined) {
+      list.push(state)
+      return false
+    }
+    this.byPartition.set(id, [state])
+    return true
+  }
+  take(source: string, partition: number): Array<UploadState> {
+    const id = partitionId(source, partition)
+    const list = this.byPartition.get(id) ?? []
+    this.byPartition.delete(id)
+    return list
+  }
+  takePartitions(source: string, partitions: ReadonlyArray<number>): Array<UploadState> {
+    return partitions.flatMap((p) => this.take(source, p))
+  }
+}
+
+const partitionId = (source: string, partition: number): string => `${source}/${partition}`
+
+/** Says, once per episode, that a partition's new batches wait behind one that is not verified. */
+const logHeld = (deps: UploaderDeps, batch: SealedBatch) =>
+  Effect.logWarning(
+    `sluice: partition ${partitionId(batch.source, batch.partition)} held — ${deps.maxVerifiedAhead} verified batches wait for an earlier one; its new batches wait too`
+  ).pipe(
+    Effect.annotateLogs({
+      partition: partitionId(batch.source, batch.partition),
+      waitingFor: deps.committer.tracker.head(batch.source, batch.partition)?.key ?? "",
+      maxVerifiedAhead: deps.maxVerifiedAhead
+    })
+  )
 
 /**
  * Runs the stages of one attempt from `state.stage`. Fails with the error and
@@ -295,13 +422,16 @@ const runStages = (
 const batchFailed = (
   state: UploadState,
   failure: Failure.ClassifiedFailure,
-  error: SinkFailure | VerificationFailed
-): BatchFailed =>
-  new BatchFailed({
+  error: SinkFailure | VerificationFailed,
+  spent: string | undefined
+): BatchFailed => {
+  const cause = error._tag === "SinkFailure" ? error.message : `verification failed: ${error.reason}`
+  return new BatchFailed({
     key: state.batch.key,
     failureClass: failure.failureClass,
     code: failure.code,
     stage: failure.stage,
     attempts: state.attempt,
-    message: error._tag === "SinkFailure" ? error.message : `verification failed: ${error.reason}`
+    message: spent === undefined ? cause : `${spent}; last failure: ${cause}`
   })
+}
