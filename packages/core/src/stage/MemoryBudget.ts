@@ -23,13 +23,16 @@
  * The constant is the larger figure: a budget that over-counts a view by 96 B
  * is still a bound; one that under-counts a tombstone by 96 B is not.
  *
- * **The bound** ({@link MemoryBudget.fits}): a chunk is admitted when the bytes
- * held plus its charge plus a *reserve* — the largest chunk charge seen so far,
- * at most a quarter of the budget — stay within the limit, or when nothing is
- * held at all (so a single record larger than the budget still makes
- * progress). The reserve is what lets the reader look one event ahead for a
- * revoke while a chunk waits: held + the waiting chunk + the one pulled ahead
- * stays within the budget plus one chunk.
+ * **The bound** ({@link MemoryBudget.fits}): a chunk (or a piece of one) is
+ * admitted when the bytes held plus its charge plus a *reserve* — the largest
+ * chunk the source delivered so far, at most half the budget — stay within
+ * the limit, or when nothing is held at all (so a single record larger than
+ * the budget still makes progress). The reserve is what lets the reader look
+ * one event ahead for a revoke while a chunk waits: admitted (≤ limit −
+ * reserve) + the chunk being admitted (≤ reserve) + the one pulled ahead stays
+ * within the budget plus one chunk. The price: one chunk of the budget is kept
+ * for that look-ahead (a chunk is normally a small fraction of the budget;
+ * with chunks above half the budget the bound loosens by their excess).
  *
  * @since 0.2.0
  */
@@ -69,7 +72,10 @@ export const OFFSET_BYTES = 8
  *
  * @since 0.2.0
  */
-export const chargeOf = (chunk: RecordChunk): number => chunk.bytes
+export const chargeOf = (chunk: RecordChunk): number =>
+  chunk.bytes +
+  (chunk.payloads !== undefined ? chunk.count * RECORD_OVERHEAD_BYTES : 0) +
+  (chunk.offsets !== undefined ? chunk.count * OFFSET_BYTES : 0)
 
 /**
  * What a sealed batch costs: the sum of its chunks' charges.
@@ -100,6 +106,7 @@ export const chargeOfBatch = (batch: SealedBatch): number => {
  * const budget = new MemoryBudget.MemoryBudget(1 << 20)
  * const admit = (charge: number) =>
  *   Effect.gen(function*() {
+ *     budget.delivered(charge)
  *     while (!budget.fits(charge)) yield* budget.awaitRelease
  *     budget.charge(charge)
  *   })
@@ -112,7 +119,7 @@ export class MemoryBudget {
   held = 0
   /** The highest `held` so far. */
   maxHeld = 0
-  /** The largest chunk charge seen so far (capped at a quarter of the limit). */
+  /** The largest chunk charge delivered so far (capped at half the limit). */
   reserve = 0
   readonly limit: number
   private waiters: Array<() => void> = []
@@ -124,6 +131,15 @@ export class MemoryBudget {
   /** Whether a chunk costing `charge` may be admitted now (see the module doc). */
   fits(charge: number): boolean {
     return this.held === 0 || this.held + charge + this.reserve <= this.limit
+  }
+
+  /**
+   * Notes a chunk as delivered by the source (before any split): the reserve
+   * becomes the largest such charge, at most half the limit.
+   */
+  delivered(charge: number): void {
+    const capped = Math.min(charge, Math.floor(this.limit / 2))
+    if (capped > this.reserve) this.reserve = capped
   }
 
   /** Charges `charge` bytes (after {@link fits}, or unconditionally). */
