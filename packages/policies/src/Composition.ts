@@ -10,6 +10,7 @@ import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Effect, Layer, Result, Schema } from "effect"
 import * as Aimd from "./aimd/Aimd.ts"
 import * as AdaptiveBatch from "./batch/AdaptiveBatch.ts"
+import * as DeliveryRate from "./deliveryrate/DeliveryRate.ts"
 import * as Gradient2 from "./gradient2/Gradient2.ts"
 import * as SharedPressure from "./shared/SharedPressure.ts"
 import * as Throttle from "./throttle/Throttle.ts"
@@ -85,7 +86,7 @@ export const defaults = (config: DefaultsConfig = {}, options: CompositionOption
  *
  * @since 0.1.0
  */
-export const names = ["default", "fixed", "aimd", "throttle", "shared", "batch", "gradient2", "vegas"] as const
+export const names = ["default", "fixed", "aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas"] as const
 
 /**
  * @since 0.1.0
@@ -118,6 +119,8 @@ const one = (spec: string, part: string, options: CompositionOptions): Result.Re
       return Result.succeed(defaults({}, options))
     case "aimd":
       return Result.succeed(Aimd.layer({}, o))
+    case "deliveryrate":
+      return Result.succeed(DeliveryRate.layer({}, o))
     case "throttle":
       return Result.succeed(Throttle.layer({}, o))
     case "shared":
@@ -170,7 +173,7 @@ export const parseResult = (spec: string, options: CompositionOptions = {}): Res
 }
 
 /**
- * Parses a composition string — `fixed:N`, `aimd`, `throttle`, `shared`,
+ * Parses a composition string — `fixed:N`, `aimd`, `deliveryrate`, `throttle`, `shared`,
  * `batch`, `gradient2`, `vegas` joined with `+`, or `default` — into the
  * policies' layer, each with its default config.
  *

@@ -20,7 +20,7 @@ const knobsAfter = <E>(policies: Layer.Layer<never, E, SignalBus.SignalBus | Kno
 
 describe("Composition", () => {
   it("lists its names", () => {
-    expect(Composition.names).toEqual(["default", "fixed", "aimd", "throttle", "shared", "batch", "gradient2", "vegas"])
+    expect(Composition.names).toEqual(["default", "fixed", "aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas"])
   })
 
   it.effect("parses fixed:N", () =>
@@ -44,7 +44,7 @@ describe("Composition", () => {
     }))
 
   it("every name parses", () => {
-    for (const spec of ["aimd", "throttle", "shared", "batch", "gradient2", "vegas", "default", "fixed:8", "aimd+throttle+shared+batch"]) {
+    for (const spec of ["aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas", "default", "fixed:8", "aimd+throttle+shared+batch"]) {
       expect(Result.isSuccess(Composition.parseResult(spec))).toBe(true)
     }
   })

@@ -5,9 +5,10 @@
  * disabled: the ablation), deterministic, no NaN/Infinity proposals.
  */
 import { conformance } from "@sluice/testkit/conformance"
-import { AdaptiveBatch, Aimd, Gradient2, SharedPressure, Throttle, Vegas } from "../src/index.ts"
+import { AdaptiveBatch, Aimd, DeliveryRate, Gradient2, SharedPressure, Throttle, Vegas } from "../src/index.ts"
 
 conformance(Aimd.policy, {})
+conformance(DeliveryRate.policy, {})
 conformance(Gradient2.policy, {})
 conformance(Vegas.policy, {})
 conformance(Throttle.policy, {})

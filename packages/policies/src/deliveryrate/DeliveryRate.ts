@@ -1,0 +1,683 @@
+/**
+ * Delivery rate: upload concurrency sized from what the store delivers —
+ * Linux BBR's model (`tcp_bbr.c`; Cardwell et al., "BBR: Congestion-Based
+ * Congestion Control", ACM Queue 2016) carried over to object uploads.
+ *
+ * A latency-driven controller reads "the store got slower" as congestion and
+ * cuts concurrency exactly when more uploads are needed to move the same bytes.
+ * BBR separates the two: it estimates the bottleneck **delivery rate** (a
+ * windowed max) and the **minimum round trip** (a windowed min, refreshed by a
+ * short drain), and keeps in flight what the pipe holds:
+ *
+ * ```
+ * concurrency = gain × rate × slot(s̄) / s̄         (clamped to [floor, ceiling] and ≤ inflightHi)
+ * slot(s)     = minLatency × (1 + s / ref + k)     (one batch's time holding a slot, unloaded)
+ * ```
+ *
+ * - `rate`: bytes per second of object bodies delivered, per completion over
+ *   that upload's own interval (BBR's rate sample), max over the last
+ *   `rateWindowRounds` rounds. Samples of requests that found the limit unused
+ *   (the pipeline had less to send) only count when they raise the max (BBR's
+ *   app-limited rule).
+ * - `minLatency`: the minimum **size-normalised** latency
+ *   `latency / (1 + bytes / ref)` of every request (`ref = a / b` of
+ *   `latency ≈ a + b·bytes`, learned as AIMD learns it): the store's no-load
+ *   per-request latency whatever the object size. `slot(s)` adds the `k`
+ *   bodiless requests (manifest, verify) each batch makes, measured.
+ * - `s̄`: the mean object size. A round ends when an upload that began after
+ *   the round began completes.
+ *
+ * **Modes** (BBR's state machine):
+ *
+ * | mode | in flight | leaves when |
+ * |---|---|---|
+ * | `startup` | ×`startupGain` per round while the limit is used | the rate grew < `fullRateGrowth` in `fullRateRounds` rounds that used the limit → `drain` |
+ * | `drain` | 1 × BDP | a round's in-flight ≤ BDP → `cruise` |
+ * | `probeUp` | `upGain` × BDP, ×`upGain` per round while the rate keeps growing | the rate grew less than half the in-flight increase (the **knee**), a throttle, or the limit was not used → `probeDown` |
+ * | `probeDown` | `downGain` × BDP (drains the queue `probeUp` built) | one round → `cruise` |
+ * | `cruise` | 1 × BDP | `cruiseRounds` rounds → `probeUp` |
+ * | `probing` | `probeGain` × in flight (BBR's PROBE_RTT) | `probeSamples` samples at that level, one upload round |
+ *
+ * **The probe (PROBE_RTT) and the knee.** `minLatency` can only go down,
+ * except through the probe. The probe runs when the minimum is older than
+ * `minLatencyWindowMillis` (samples within `confirmTolerance` of it keep it
+ * fresh) and — what a store that got slower needs — as soon as a whole round's
+ * minimum is ≥ (1 + `riseTolerance`) × `minLatency`. It drains in-flight to
+ * `probeGain` of the elevated round's and measures again:
+ *
+ * - latency fell with in-flight (by at least half as much): it was our own
+ *   queue — the store queues above `knee ≈ inflight × minLatency / latency`,
+ *   which becomes `inflightHi`, the bound in-flight stays under;
+ * - it did not: the store itself is slower, and the probe's minimum becomes
+ *   `minLatency` — so concurrency *rises*, to `rate × slot / s̄` at the new
+ *   latency (the rate the max filter still remembers).
+ *
+ * **Throttles** (classified `Throttled`, as the throttle classifier says; once
+ * per round): `inflightHi := max(floor, min(limit, in flight) × throttleBeta)`
+ * (BBRv2's `inflight_hi`), and `startup`/`probeUp` end. `probeUp` raises
+ * `inflightHi` again to each level it reaches without a throttle, by +1, +2,
+ * +4, … per round. `Transient` and `Fatal` failures change nothing.
+ *
+ * @since 0.2.0
+ */
+import { Policy } from "@sluice/core"
+import type { Config, Knob, SignalBus } from "@sluice/core"
+import { Schema } from "effect"
+import type { Layer } from "effect"
+import * as Delivery from "../internal/Delivery.ts"
+import * as Fields from "../internal/Fields.ts"
+import * as Latency from "../internal/Latency.ts"
+
+/**
+ * The delivery-rate policy's config. Defaults and valid ranges:
+ *
+ * | field | default | range | meaning |
+ * |---|---|---|---|
+ * | `initial` | 8 | floor – ceiling | starting concurrency |
+ * | `floor` | 1 | ≥ 1 | never below |
+ * | `ceiling` | 256 | ≥ floor | never above |
+ * | `startupGain` | 2 | 1.25 – 4 | in-flight growth per round in `startup` (BBR: 2/ln 2 ≈ 2.89 pacing, 2 cwnd) |
+ * | `fullRateGrowth` | 0.25 | 0.01 – 1 | `startup` ends when the rate grew less than this … (BBR: 25 %) |
+ * | `fullRateRounds` | 3 | 1 – 100 | … in this many rounds that used the limit (BBR: 3) |
+ * | `upGain` | 1.25 | 1.01 – 4 | `probeUp` in-flight gain (BBR: 1.25) |
+ * | `downGain` | 0.75 | 0.1 – 0.99 | `probeDown` in-flight gain (BBR: 0.75) |
+ * | `cruiseRounds` | 4 | 0 – 100 | rounds at 1 × BDP between probes up (BBR: 6) |
+ * | `rateWindowRounds` | 10 | 1 – 100 | rounds of the rate's max filter (BBR: 10) |
+ * | `minLatencyWindowMillis` | 10 s | ≥ 1 ms | age of the latency minimum that forces a probe (BBR: 10 s) |
+ * | `confirmTolerance` | 0.1 | 0 – 1 | a sample within this fraction of the minimum confirms it (keeps it fresh) |
+ * | `riseTolerance` | 0.5 | > upGain − 1 | a round whose minimum is ≥ (1 + this) × `minLatency` starts the probe |
+ * | `probeGain` | 0.5 | 0.05 – 0.95 | the probe drains in-flight to this share (BBRv2: 0.5) |
+ * | `probeSamples` | 4 | 1 – 1000 | samples measured at the drained level |
+ * | `probeTimeoutMillis` | 10 s | ≥ 0 | a probe without its samples ends after this |
+ * | `throttleBeta` | 0.7 | 0.1 – 0.99 | `inflightHi` cut per throttle round (BBRv2: 0.7) |
+ * | `referenceBytes` | 1 MiB | bytes | the starting size normalisation (then learned) |
+ * | `probe` | true | | the probe (PROBE_RTT); false disables it (`withoutProbe`, the ablation): the minimum then never rises |
+ *
+ * @since 0.2.0
+ */
+export const DeliveryRateConfig = Schema.Struct({
+  initial: Fields.int(8, 1),
+  floor: Fields.int(1, 1),
+  ceiling: Fields.int(256, 1),
+  startupGain: Fields.number(2, { minimum: 1.25, maximum: 4 }),
+  fullRateGrowth: Fields.number(0.25, { minimum: 0.01, maximum: 1 }),
+  fullRateRounds: Fields.int(3, 1, 100),
+  upGain: Fields.number(1.25, { minimum: 1.01, maximum: 4 }),
+  downGain: Fields.number(0.75, { minimum: 0.1, maximum: 0.99 }),
+  cruiseRounds: Fields.int(4, 0, 100),
+  rateWindowRounds: Fields.int(10, 1, 100),
+  minLatencyWindowMillis: Fields.millis("10 seconds"),
+  confirmTolerance: Fields.number(0.1, { minimum: 0, maximum: 1 }),
+  riseTolerance: Fields.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  probeGain: Fields.number(0.5, { minimum: 0.05, maximum: 0.95 }),
+  probeSamples: Fields.int(8, 1, 1000),
+  probeTimeoutMillis: Fields.millis("10 seconds"),
+  throttleBeta: Fields.number(0.7, { minimum: 0.1, maximum: 0.99 }),
+  referenceBytes: Fields.bytes("1 MiB"),
+  probe: Fields.boolean(true)
+}).check(
+  Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
+  Fields.ordered("floor", "initial", (c) => [c.floor, c.initial]),
+  Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
+  // An up-probe's own queue (at most upGain − 1 above the minimum) must not read as a slower store.
+  Schema.makeFilter<{ readonly upGain: number; readonly riseTolerance: number }>((c) =>
+    c.riseTolerance > c.upGain - 1
+      ? undefined
+      : { path: ["riseTolerance"], issue: `riseTolerance (${c.riseTolerance}) must be > upGain − 1 (${c.upGain - 1})` }
+  )
+)
+
+/**
+ * @since 0.2.0
+ */
+export type DeliveryRateConfig = typeof DeliveryRateConfig.Type
+
+/**
+ * The modes (BBR's STARTUP, DRAIN, PROBE_BW's up / down / cruise phases, and
+ * PROBE_RTT as `probing`, the name every Sluice controller gives its probe).
+ *
+ * @since 0.2.0
+ */
+export type DeliveryRateMode = "startup" | "drain" | "probeUp" | "probeDown" | "cruise" | "probing"
+
+/**
+ * What one round (or the probe) saw, from the samples of requests that began
+ * in it.
+ *
+ * @since 0.2.0
+ */
+export interface RoundStats {
+  /** When the round began (ms). */
+  readonly start: number
+  /** Minimum normalised latency (`Infinity`: none). */
+  readonly minLatency: number
+  /** Size of the sample that set `minLatency` (to re-normalise it exactly). */
+  readonly minBytes: number
+  readonly samples: number
+  /** Highest in-flight count a request of the round began at. */
+  readonly inflight: number
+  /** Highest rate sample that counts (limit used, or above the filter). */
+  readonly rate: number
+  /** Some request found the limit full: the round measured the store, not the source. */
+  readonly limited: boolean
+  readonly throttled: boolean
+}
+
+/**
+ * The probe in progress (PROBE_RTT).
+ *
+ * @since 0.2.0
+ */
+export interface DrainProbe {
+  readonly epoch: number
+  /** The drained in-flight level. */
+  readonly level: number
+  /** The mode to return to. */
+  readonly resume: DeliveryRateMode
+  /** The round that started it (the elevated one, or the last round). */
+  readonly before: RoundStats
+  /** Samples at the drained level (began after `epoch`, at ≤ `level` in flight). */
+  readonly seen: RoundStats
+}
+
+/**
+ * The delivery-rate policy's state (plain data).
+ *
+ * @since 0.2.0
+ */
+export interface DeliveryRateState {
+  readonly config: DeliveryRateConfig
+  readonly mode: DeliveryRateMode
+  readonly proposed: number
+  readonly deliveries: Delivery.Deliveries
+  /** Per-round maxima of the rate filter. */
+  readonly rates: Delivery.RoundMaxima
+  readonly round: RoundStats
+  readonly lastRound: RoundStats
+  readonly rounds: number
+  /** Rounds since the mode began. */
+  readonly phaseRounds: number
+  readonly reference: Latency.Reference
+  /** Minimum normalised latency (`Infinity` before the first sample); rises only through the probe. */
+  readonly minLatency: number
+  readonly minLatencyBytes: number
+  /** When the minimum was last set or confirmed. */
+  readonly minLatencyAt: number
+  /** Highest in-flight a sample began at that confirmed the minimum: no queue of ours up to there. */
+  readonly confirmedInflight: number
+  /** Samples in a row ≥ (1 + `riseTolerance`) × the minimum (their minimum and highest in-flight). */
+  readonly risen: RoundStats
+  /** Mean object size (bytes, EWMA; 0 before the first). */
+  readonly objectBytes: number
+  /** Bodiless requests (manifest, verify) per object upload (EWMA). */
+  readonly bodilessPerObject: number
+  readonly bodilessSinceObject: number
+  /** `startup`'s in-flight. */
+  readonly startupLimit: number
+  /** `startup`'s full-rate detection: the rate to beat, rounds without beating it. */
+  readonly fullRate: number
+  readonly fullRounds: number
+  /** `probeUp`: in-flight aimed at, the rate before it and the in-flight that gave it, the step above `inflightHi`. */
+  readonly upTarget: number
+  readonly upBaseRate: number
+  readonly upBaseInflight: number
+  readonly upStep: number
+  /** In-flight of the round before the last one (what the last round's rate samples measured). */
+  readonly previousInflight: number
+  /** Upper bound on in-flight from throttles and the knee (`Infinity`: none known). */
+  readonly inflightHi: number
+  readonly lastCutAt: number
+  readonly lastThrottleAt: number
+  /** Lowest in-flight a throttled request of this episode began at (`Infinity`: no episode). */
+  readonly throttledAt: number
+  /** Successes in a row, begun after the last throttle, from above `throttledAt`. */
+  readonly clear: number
+  readonly probe: DrainProbe | undefined
+  readonly probes: number
+}
+
+const emptyRound = (start: number): RoundStats => ({
+  start,
+  minLatency: Infinity,
+  minBytes: 0,
+  samples: 0,
+  inflight: 0,
+  rate: 0,
+  limited: false,
+  throttled: false
+})
+
+const clamp = (c: DeliveryRateConfig, v: number): number => Math.min(c.ceiling, Math.max(c.floor, v))
+
+/** The smallest latency taken as measured (ms). */
+const MIN_MILLIS = 0.001
+/** Mean object size: EWMA weight of a new sample. */
+const SIZE_WEIGHT = 0.1
+/** Bodiless requests per object: EWMA weight. */
+const BODILESS_WEIGHT = 0.05
+
+/**
+ * The bandwidth-delay product, in batches: the in-flight that delivers the
+ * filtered rate at the minimum latency (`undefined` until both are measured).
+ *
+ * @since 0.2.0
+ */
+export const bdp = (s: DeliveryRateState): number | undefined => {
+  const rate = Delivery.maxOf(s.rates, s.round.rate)
+  if (!(rate > 0) || !Number.isFinite(s.minLatency) || !(s.objectBytes > 0)) return undefined
+  const slotMillis = s.minLatency * (1 + s.objectBytes / Math.max(1, s.reference.bytes) + s.bodilessPerObject)
+  return (rate * slotMillis) / 1000 / s.objectBytes
+}
+
+/** The in-flight the mode asks for, before the bounds. */
+const wanted = (s: DeliveryRateState): number => {
+  const c = s.config
+  const b = bdp(s)
+  switch (s.mode) {
+    case "startup":
+      return Math.max(s.startupLimit, b === undefined ? 0 : c.startupGain * b)
+    case "drain":
+    case "cruise":
+      return b ?? s.startupLimit
+    case "probeUp":
+      return Math.min(s.upTarget, s.inflightHi + s.upStep)
+    case "probeDown":
+      return (b ?? s.startupLimit) * c.downGain
+    case "probing":
+      return s.probe?.level ?? c.floor
+  }
+}
+
+/**
+ * The concurrency the state proposes: the mode's in-flight, ≤ `inflightHi`
+ * (except the step `probeUp` probes above it), within `[floor, ceiling]`.
+ *
+ * @since 0.2.0
+ */
+export const target = (s: DeliveryRateState): number => {
+  const hi = s.mode === "probeUp" ? Infinity : s.inflightHi
+  return clamp(s.config, Math.ceil(Math.min(wanted(s), hi) - 1e-9))
+}
+
+const withMode = (s: DeliveryRateState, mode: DeliveryRateMode): DeliveryRateState =>
+  mode === s.mode ? s : { ...s, mode, phaseRounds: 0 }
+
+const toProbeUp = (s: DeliveryRateState): DeliveryRateState => {
+  const b = bdp(s) ?? s.proposed
+  return {
+    ...withMode(s, "probeUp"),
+    upTarget: Math.max(b * s.config.upGain, s.proposed + 1),
+    upBaseRate: s.lastRound.rate,
+    upBaseInflight: s.previousInflight,
+    upStep: 1
+  }
+}
+
+/** The level reached without a throttle is known clean: `inflightHi` rises to it. */
+const raiseHi = (s: DeliveryRateState, reached: number): number => {
+  if (s.inflightHi === Infinity) return Infinity
+  const hi = Math.max(s.inflightHi, reached)
+  return hi >= s.config.ceiling ? Infinity : hi
+}
+
+const startupRound = (s: DeliveryRateState, r: RoundStats): DeliveryRateState => {
+  const c = s.config
+  // A round that did not use the limit measured the source, not the store (BBR skips app-limited rounds).
+  if (!r.limited) return s
+  const growing = r.rate >= s.fullRate * (1 + c.fullRateGrowth)
+  const next = growing ? { ...s, fullRate: r.rate, fullRounds: 0 } : { ...s, fullRounds: s.fullRounds + 1 }
+  if (next.fullRounds >= c.fullRateRounds) return withMode(next, "drain")
+  return { ...next, startupLimit: Math.min(c.ceiling, s.startupLimit * c.startupGain) }
+}
+
+/**
+ * One round of `probeUp`. A round's rate samples measure the in-flight of the
+ * round before (an upload completing now began a round ago), so the rate of
+ * round k is set against the in-flight of round k − 1: while it grew by at
+ * least half as much as that in-flight did, the store is below its knee and
+ * in-flight rises again, by a step that doubles every round (BBRv2's
+ * PROBE_UP: +1, +2, +4, …) and at least ×`upGain`.
+ */
+const upRound = (s: DeliveryRateState, r: RoundStats, producedBy: number): DeliveryRateState => {
+  if (r.throttled) return withMode(s, "probeDown")
+  const inflightHi = raiseHi(s, r.inflight)
+  const raised = producedBy / Math.max(1, s.upBaseInflight)
+  // No verdict while the rate measured has not seen the raised in-flight yet.
+  if (raised <= 1 && s.phaseRounds <= 2) return { ...s, inflightHi, upStep: s.upStep * 2, upTarget: grow(s, r.inflight) }
+  const grew = raised > 1 && r.rate / Math.max(1, s.upBaseRate) - 1 >= (raised - 1) / 2
+  // The knee: the rate stopped growing with in-flight (or there was no more to send).
+  if (!grew) return withMode({ ...s, inflightHi }, "probeDown")
+  return { ...s, inflightHi, upStep: s.upStep * 2, upBaseRate: r.rate, upBaseInflight: producedBy, upTarget: grow(s, r.inflight) }
+}
+
+const grow = (s: DeliveryRateState, reached: number): number =>
+  Math.min(s.config.ceiling, Math.max(s.upTarget * s.config.upGain, reached + s.upStep * 2))
+
+const beginProbe = (s: DeliveryRateState, now: number, before: RoundStats): DeliveryRateState => ({
+  ...withMode(s, "probing"),
+  probes: s.probes + 1,
+  probe: {
+    epoch: now,
+    level: Math.max(s.config.floor, Math.floor(s.config.probeGain * Math.max(before.inflight, 1))),
+    resume: s.mode === "startup" ? "startup" : "cruise",
+    before,
+    seen: emptyRound(now)
+  }
+})
+
+/**
+ * Ends the probe: the drained minimum either refreshes `minLatency` (it did not
+ * rise, or it rose although in-flight fell — the store is slower) or, when
+ * latency fell with in-flight, it was our queue and gives the knee.
+ */
+const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
+  const p = s.probe
+  const c = s.config
+  const resumed: DeliveryRateState = { ...withMode(s, p?.resume ?? "cruise"), probe: undefined, minLatencyAt: now, round: emptyRound(now) }
+  if (p === undefined || !Number.isFinite(p.seen.minLatency)) return resumed
+  const seen = p.seen
+  const risen = seen.minLatency >= (1 + c.riseTolerance) * s.minLatency
+  const elevated = p.before.minLatency >= (1 + c.riseTolerance) * s.minLatency
+  if (!risen) {
+    // Latency is back near the minimum at the drained level: if the round
+    // before was elevated, that was our queue, and the store queues from
+    // about `inflight × minLatency / latency` (the knee).
+    const knee = elevated ? Math.max(c.floor, (p.before.inflight * s.minLatency) / p.before.minLatency) : Infinity
+    return {
+      ...resumed,
+      minLatency: seen.minLatency,
+      minLatencyBytes: seen.minBytes,
+      confirmedInflight: Math.min(seen.inflight, knee),
+      inflightHi: Math.min(s.inflightHi, knee)
+    }
+  }
+  const drained = seen.inflight / Math.max(1, p.before.inflight)
+  const fell = seen.minLatency / Math.max(1e-9, p.before.minLatency)
+  if (drained <= 0.8 && fell <= (1 + drained) / 2) {
+    const knee = Math.max(c.floor, (seen.inflight * s.minLatency) / seen.minLatency)
+    return { ...resumed, inflightHi: Math.min(s.inflightHi, knee), confirmedInflight: Math.min(s.confirmedInflight, knee) }
+  }
+  // Latency did not fall with in-flight: the store itself got slower.
+  return { ...resumed, minLatency: seen.minLatency, minLatencyBytes: seen.minBytes, confirmedInflight: seen.inflight }
+}
+
+const endRound = (s: DeliveryRateState, now: number): DeliveryRateState => {
+  const c = s.config
+  const r = s.round
+  const rates = r.rate > 0 ? Delivery.pushRound(s.rates, r.rate, c.rateWindowRounds) : s.rates
+  const next: DeliveryRateState = {
+    ...s,
+    rates,
+    round: emptyRound(now),
+    lastRound: r,
+    previousInflight: s.lastRound.inflight,
+    rounds: s.rounds + 1,
+    phaseRounds: s.phaseRounds + 1
+  }
+  if (s.mode === "probing") return next
+  switch (s.mode) {
+    case "startup":
+      return startupRound(next, r)
+    case "drain":
+      return r.inflight <= (bdp(next) ?? 0) ? withMode(next, "cruise") : next
+    case "probeUp":
+      return upRound(next, r, s.lastRound.inflight)
+    case "probeDown":
+      return withMode(next, "cruise")
+    case "cruise":
+      // Without its probe the policy never probes up: it cruises at the BDP it measured.
+      if (!c.probe) return next
+      // A bound left by throttles is probed as soon as two rounds pass without one.
+      return next.phaseRounds >= c.cruiseRounds || (next.inflightHi < Infinity && next.phaseRounds >= 2 && !r.throttled && !s.lastRound.throttled)
+        ? toProbeUp(next)
+        : next
+  }
+}
+
+/** Re-normalises what was measured with the old reference, each exactly for its own size. */
+const learn = (s: DeliveryRateState, sample: SignalBus.UploadSample): DeliveryRateState => {
+  const reference = Latency.learnReference(s.reference, sample)
+  const from = s.reference.bytes
+  const to = reference.bytes
+  if (to === from) return { ...s, reference }
+  const round = (r: RoundStats): RoundStats => ({ ...r, minLatency: r.minLatency * Latency.rescaleFactor(r.minBytes, from, to) })
+  return {
+    ...s,
+    reference,
+    minLatency: s.minLatency * Latency.rescaleFactor(s.minLatencyBytes, from, to),
+    round: round(s.round),
+    lastRound: round(s.lastRound),
+    probe: s.probe === undefined ? undefined : { ...s.probe, before: round(s.probe.before), seen: round(s.probe.seen) }
+  }
+}
+
+const observe = (r: RoundStats, sample: SignalBus.UploadSample, value: number): RoundStats => ({
+  ...r,
+  minLatency: Math.min(r.minLatency, value),
+  minBytes: value < r.minLatency ? sample.bytes : r.minBytes,
+  samples: r.samples + 1,
+  inflight: Math.max(r.inflight, sample.inflightAtStart),
+  limited: r.limited || sample.inflightAtStart >= sample.limitAtStart
+})
+
+/**
+ * The latency minimum, sample by sample. It moves down at once (a drop by
+ * more than `riseTolerance`: the store got faster, so the rate the filter
+ * holds is stale — back to `startup` to find the new one); samples near it
+ * keep it fresh. `probeSamples` samples in a row well above it mean the store
+ * got slower or we queue: when they began with no more in flight than
+ * samples that confirmed the minimum, it cannot be our queue and the new
+ * minimum is taken at once (the drain the probe would do is already done);
+ * otherwise the probe drains to find out.
+ */
+/** A sample that does not measure latency still tells the round's load. */
+const observeLoad = (r: RoundStats, sample: SignalBus.UploadSample): RoundStats => ({
+  ...r,
+  inflight: Math.max(r.inflight, sample.inflightAtStart),
+  limited: r.limited || sample.inflightAtStart >= sample.limitAtStart
+})
+
+const onLatency = (s: DeliveryRateState, sample: SignalBus.UploadSample, value: number, now: number): DeliveryRateState => {
+  const c = s.config
+  const fresh = { ...s, risen: emptyRound(now) }
+  if (value < s.minLatency) {
+    const faster = Number.isFinite(s.minLatency) && value * (1 + c.riseTolerance) <= s.minLatency && s.mode !== "probing"
+    const next = { ...fresh, minLatency: value, minLatencyBytes: sample.bytes, minLatencyAt: now, confirmedInflight: sample.inflightAtStart }
+    return faster ? { ...withMode(next, "startup"), startupLimit: s.proposed, fullRate: 0, fullRounds: 0 } : next
+  }
+  if (value <= s.minLatency * (1 + c.confirmTolerance)) {
+    return { ...fresh, minLatencyAt: now, confirmedInflight: Math.max(s.confirmedInflight, sample.inflightAtStart) }
+  }
+  if (!c.probe || s.mode === "probing" || value < s.minLatency * (1 + c.riseTolerance)) return fresh
+  const risen = observe(s.risen, sample, value)
+  if (risen.samples < c.probeSamples) return { ...s, risen }
+  if (risen.inflight > s.confirmedInflight) return beginProbe(fresh, now, risen)
+  return { ...fresh, minLatency: risen.minLatency, minLatencyBytes: risen.minBytes, minLatencyAt: now, confirmedInflight: risen.inflight }
+}
+
+const onSample = (s0: DeliveryRateState, sample: SignalBus.UploadSample, now: number): DeliveryRateState => {
+  const c = s0.config
+  let s = learn(s0, sample)
+  // A zero latency (an in-memory sink on a virtual clock) would make every ratio 0/0.
+  const value = Math.max(MIN_MILLIS, Latency.normalised(sample, s.reference.bytes))
+  const object = sample.stage === "object_upload" && sample.bytes > 0
+  // The minimum is measured on bodiless requests (manifest, verify): their
+  // latency is the store's per-request time, whatever the object sizes, and
+  // cannot drift with the learned size normalisation (objects' normalised
+  // latency moved ±25 % with it, and read as a queue). Object uploads stand
+  // in while there are none.
+  const measures = !object || s.bodilessPerObject < 0.25
+  if (measures) s = onLatency(s, sample, value, now)
+  if (sample.startedAt >= s.round.start) s = { ...s, round: measures ? observe(s.round, sample, value) : observeLoad(s.round, sample) }
+  const p = s.probe
+  if (measures && p !== undefined && sample.startedAt >= p.epoch && sample.inflightAtStart <= p.level) {
+    const seen = observe(p.seen, sample, value)
+    s = seen.samples >= c.probeSamples ? endProbe({ ...s, probe: { ...p, seen } }, now) : { ...s, probe: { ...p, seen } }
+  }
+  if (!object) return { ...s, bodilessSinceObject: s.bodilessSinceObject + 1 }
+  s = clearedAbove(s, sample)
+  const { deliveries, rate } = Delivery.complete(s.deliveries, sample.startedAt, now, sample.bytes)
+  const limited = sample.inflightAtStart >= sample.limitAtStart
+  const counts = limited || rate > Delivery.maxOf(s.rates, s.round.rate)
+  s = {
+    ...s,
+    deliveries,
+    round: counts ? { ...s.round, rate: Math.max(s.round.rate, rate) } : s.round,
+    objectBytes: s.objectBytes === 0 ? sample.bytes : s.objectBytes + SIZE_WEIGHT * (sample.bytes - s.objectBytes),
+    bodilessPerObject: s.bodilessPerObject + BODILESS_WEIGHT * (s.bodilessSinceObject - s.bodilessPerObject),
+    bodilessSinceObject: 0
+  }
+  return sample.startedAt >= s.round.start && s.mode !== "probing" ? endRound(s, now) : s
+}
+
+const onThrottle = (s: DeliveryRateState, f: SignalBus.FailureSignal, now: number): DeliveryRateState => {
+  const c = s.config
+  const counted = {
+    ...s,
+    round: { ...s.round, throttled: true },
+    lastThrottleAt: now,
+    throttledAt: Math.min(s.throttledAt, Math.max(c.floor, f.inflightAtStart)),
+    clear: 0
+  }
+  // One cut per round: a request that began before the last cut, or with more
+  // in flight than the cut allows, measured the old regime.
+  if (f.startedAt < s.lastCutAt || (s.lastCutAt > -Infinity && f.inflightAtStart > s.proposed)) return counted
+  const from = Math.min(s.proposed, Math.max(c.floor, f.inflightAtStart))
+  const inflightHi = Math.max(c.floor, from * c.throttleBeta)
+  const mode = s.mode === "startup" ? "drain" : s.mode === "probeUp" ? "probeDown" : s.mode
+  return { ...withMode(counted, mode), inflightHi, lastCutAt: now }
+}
+
+/**
+ * The throttle episode is over — `clearSamples` requests in a row, begun after
+ * the last throttle with more in flight than the lowest level throttled,
+ * succeeded: the bound the episode set is lifted and the rate filter sizes
+ * in-flight again (BBR restores the congestion window it had before loss
+ * recovery, `prior_cwnd`).
+ */
+const clearedAbove = (s: DeliveryRateState, sample: SignalBus.UploadSample): DeliveryRateState => {
+  if (s.throttledAt === Infinity || sample.startedAt < s.lastThrottleAt || sample.inflightAtStart <= s.throttledAt) return s
+  const clear = s.clear + 1
+  return clear >= CLEAR_SAMPLES ? { ...s, clear: 0, throttledAt: Infinity, inflightHi: Infinity } : { ...s, clear }
+}
+
+/** Successes from above the throttled level that end a throttle episode (as AIMD and Throttle count them). */
+const CLEAR_SAMPLES = 3
+
+/** The probe is due: the minimum went stale while uploads ran, or the probe ran out of time. */
+const onTime = (s: DeliveryRateState, now: number): DeliveryRateState => {
+  const c = s.config
+  if (s.probe !== undefined) return now - s.probe.epoch >= c.probeTimeoutMillis ? endProbe(s, now) : s
+  const stale = Number.isFinite(s.minLatency) && now - s.minLatencyAt >= c.minLatencyWindowMillis
+  const active = s.lastRound.samples > 0 && now - s.lastRound.start < c.minLatencyWindowMillis
+  return c.probe && stale && active ? beginProbe(s, now, s.lastRound) : s
+}
+
+/**
+ * The delivery-rate core.
+ *
+ * **When to use**
+ *
+ * Instead of a latency-driven controller (AIMD, Gradient2, Vegas) when the
+ * store's latency can change for reasons other than our own load — a slower
+ * region, a degraded backend, bigger objects — so that a latency rise must not
+ * be read as congestion: while delivered bytes per second still grow with
+ * in-flight, it keeps adding uploads, whatever latency says.
+ *
+ * **Details**
+ *
+ * Floor `floor`, ceiling `ceiling`; probe: a `PinnedProbe` (PROBE_RTT, pinned
+ * at `probeGain` × in-flight ≥ `floor` for `probeSamples` samples and one
+ * upload round; `probe: false` disables it). Reads object-upload samples for
+ * the rate and every sample for the latency minimum; `Throttled` failures of
+ * any stage bound in-flight.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Policy } from "@sluice/core"
+ * import { DeliveryRate } from "@sluice/policies"
+ * import { Schema } from "effect"
+ *
+ * const config = Schema.decodeUnknownSync(DeliveryRate.DeliveryRateConfig)({ ceiling: 128 })
+ * const { proposals } = Policy.replay(DeliveryRate.policy, config, [])
+ * // proposals: [[0, { concurrency: 8 }]]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState> = {
+  name: "deliveryrate",
+  mode: (s) => s.mode,
+  config: DeliveryRateConfig,
+  bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
+  probe: (c) =>
+    c.probe
+      ? { _tag: "PinnedProbe", level: c.floor, samples: c.probeSamples, jitter: 0, forcedAfterWindowsAtFloor: 1 }
+      : { _tag: "NoProbe", reason: "probe disabled by config (probe = false): the latency minimum never rises" },
+  withoutProbe: (c) => ({ ...c, probe: false }),
+  init: (config) => ({
+    config,
+    mode: "startup",
+    proposed: config.initial,
+    deliveries: Delivery.emptyDeliveries,
+    rates: [],
+    round: emptyRound(-Infinity),
+    lastRound: emptyRound(-Infinity),
+    rounds: 0,
+    phaseRounds: 0,
+    reference: Latency.initReference(config.referenceBytes),
+    minLatency: Infinity,
+    minLatencyBytes: 0,
+    minLatencyAt: -Infinity,
+    confirmedInflight: 0,
+    risen: emptyRound(-Infinity),
+    objectBytes: 0,
+    bodilessPerObject: 2,
+    bodilessSinceObject: 0,
+    startupLimit: config.initial,
+    fullRate: 0,
+    fullRounds: 0,
+    upTarget: config.initial,
+    upBaseRate: 0,
+    upBaseInflight: 0,
+    upStep: 1,
+    previousInflight: 0,
+    inflightHi: Infinity,
+    lastCutAt: -Infinity,
+    lastThrottleAt: -Infinity,
+    throttledAt: Infinity,
+    clear: 0,
+    probe: undefined,
+    probes: 0
+  }),
+  initial: (s) => ({ concurrency: s.proposed }),
+  step: (s, signal, now) => {
+    let next = s.round.start === -Infinity ? { ...s, round: emptyRound(now) } : s
+    if (signal._tag === "UploadSample") next = onSample(next, signal, now)
+    else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") next = onThrottle(next, signal, now)
+    next = onTime(next, now)
+    const value = target(next)
+    return value === s.proposed ? { state: { ...next, proposed: value } } : { state: { ...next, proposed: value }, proposal: { concurrency: value } }
+  }
+}
+
+/**
+ * The delivery-rate policy as a layer.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Layer } from "effect"
+ * import { DeliveryRate, SharedPressure, Throttle } from "@sluice/policies"
+ *
+ * const policies = Layer.mergeAll(DeliveryRate.layer({ ceiling: 128 }), Throttle.layer(), SharedPressure.layer())
+ * const ablated = DeliveryRate.layer({}, { probe: false }) // its probe disabled (the ablation)
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const layer = (
+  config: unknown = {},
+  options: Policy.LayerOptions = {}
+): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)
