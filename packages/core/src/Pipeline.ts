@@ -24,7 +24,8 @@
  * @since 0.1.0
  */
 import type { MeterProvider } from "@opentelemetry/api"
-import { Context, Deferred, Effect, Layer, Schema, Scope, Stream } from "effect"
+import { Cause, Context, Deferred, Effect, Layer, Schema, Scope, Stream } from "effect"
+import type { Duration } from "effect"
 import type { SealedBatch } from "./Batch.ts"
 import * as Config from "./Config.ts"
 import type { ConfigError } from "./Config.ts"
@@ -41,6 +42,8 @@ import type { Sink } from "./Sink.ts"
 import type { Source, SourceError } from "./Source.ts"
 import * as Admission from "./stage/Admission.ts"
 import * as Committer from "./stage/Committer.ts"
+import * as Drain from "./stage/Drain.ts"
+import type { DrainTimedOut } from "./stage/Drain.ts"
 import * as Limiter from "./stage/Limiter.ts"
 import * as MemoryBudget from "./stage/MemoryBudget.ts"
 import * as Stats from "./stage/Stats.ts"
@@ -111,13 +114,21 @@ export { BatchFailed } from "./stage/Uploader.ts"
 export type { PipelineStats } from "./stage/Stats.ts"
 
 /**
+ * A drain's deadline passed (defined in `stage/Drain.ts`): lists the batches
+ * sealed and not committed.
+ *
+ * @since 0.2.0
+ */
+export { DrainTimedOut } from "./stage/Drain.ts"
+
+/**
  * Every way a run can fail: the source failed (`SourceError`), a batch spent
- * its retries (`BatchFailed`), the config is bad (`ConfigError`), or a policy's
- * fiber died (`PolicyFailed`).
+ * its retries (`BatchFailed`), the config is bad (`ConfigError`), a policy's
+ * fiber died (`PolicyFailed`), or a drain ran out of time (`DrainTimedOut`).
  *
  * @since 0.1.0
  */
-export type PipelineError = SourceError | BatchFailed | ConfigError | PolicyFailed
+export type PipelineError = SourceError | BatchFailed | ConfigError | PolicyFailed | DrainTimedOut
 
 /**
  * What `start` returns.
@@ -131,6 +142,14 @@ export interface PipelineHandle {
   readonly bus: SignalBus.SignalBus["Service"]
   /** Completes when the source ended and every batch was verified and committed. */
   readonly await: Effect.Effect<PipelineStats, PipelineError>
+  /**
+   * Ends the run gracefully: stops reading (pauses the source, stops pulling),
+   * seals the open batches (`drain`), finishes what is in flight, commits, and
+   * returns the stats. Past `deadline` the uploads still running are
+   * interrupted and it fails with `DrainTimedOut`, listing what was abandoned
+   * (nothing of it committed). See `stage/Drain.ts`.
+   */
+  readonly drain: (deadline: Duration.Input) => Effect.Effect<PipelineStats, PipelineError>
 }
 
 /**
@@ -201,6 +220,8 @@ export const start = <E = never>(
     const checkDone = Effect.suspend(() =>
       sourceDone && uploader.outstanding() === 0 ? Deferred.succeed(done, stats) : Effect.void
     )
+    // Uploads and retry timers: closed to abandon them past a drain's deadline.
+    const uploads = yield* Scope.fork(scope)
     const uploader: Uploader.Uploader = yield* Uploader.make({
       sink,
       limiter,
@@ -210,7 +231,7 @@ export const start = <E = never>(
       maxVerifiedAhead: config.maxVerifiedAhead,
       stats,
       metrics,
-      scope,
+      scope: uploads,
       release: (batch) => Effect.sync(() => {
         budget.release(MemoryBudget.chargeOfBatch(batch))
         stats.inflightBytes = budget.held
@@ -246,19 +267,30 @@ export const start = <E = never>(
       sealed,
       refresh: committer.refreshAge
     }, scope)
+    const ended = Effect.suspend(() => {
+      sourceDone = true
+      return checkDone
+    })
     const reader = admission.read.pipe(
-      Effect.andThen(Effect.suspend(() => {
-        sourceDone = true
-        return checkDone
-      })),
-      Effect.catchCause((cause) => Deferred.failCause(done, cause))
+      Effect.andThen(ended),
+      Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.void : Deferred.failCause(done, cause)))
     )
     yield* Effect.forkIn(Effect.flatMap(supervisor.failed, (failed) => Deferred.fail(done, failed)), scope)
     yield* Effect.forkIn(watchKnobs(knobs, limiter, admission, metrics), scope)
-    yield* Effect.forkIn(uploader.dispatcher, scope)
+    const dispatcher = yield* Effect.forkIn(uploader.dispatcher, scope)
     yield* Effect.forkIn(ticker, scope)
-    yield* Effect.forkIn(reader, scope)
-    return { config, stats: () => stats, knobs, bus, await: Deferred.await(done) }
+    const readerFiber = yield* Effect.forkIn(reader, scope)
+    const drain = Drain.make({
+      source,
+      reader: readerFiber,
+      sealOpen: admission.sealAll("drain"),
+      sourceDone: ended,
+      dispatcher,
+      uploads,
+      tracker: committer.tracker,
+      done
+    })
+    return { config, stats: () => stats, knobs, bus, await: Deferred.await(done), drain }
   })
 
 const retryBudget = (config: PipelineConfig): RetryBudget => ({
