@@ -20,6 +20,7 @@ import { Effect, Layer, Stream } from "effect"
 import type { Schema } from "effect"
 import * as Config from "./Config.ts"
 import { Knobs } from "./Knob.ts"
+import { supervised } from "./PolicySupervisor.ts"
 import type { KnobName, Proposal } from "./Knob.ts"
 import { SignalBus } from "./Signal.ts"
 import type { Signal } from "./Signal.ts"
@@ -296,6 +297,9 @@ export const layer = <C, S>(
           return proposal === undefined ? Effect.void : knobs.propose(policy.name, proposal)
         })
       ),
+      // A core that throws ends the run with PolicyFailed (see PolicySupervisor),
+      // instead of leaving its last proposal in force while nothing steps it.
+      supervised(policy.name),
       Effect.forkScoped
     )
   }))

@@ -57,6 +57,33 @@ describe("Policy.layer", () => {
     }))
 })
 
+describe("Policy.layer supervision", () => {
+  it.effect("a core whose step throws ends the run with PolicyFailed naming the policy (its pause does not stall the run)", () =>
+    Effect.gen(function*() {
+      const Breaks = Schema.Struct({})
+      // Pauses the read gate, then throws on the first tick after 300 ms.
+      const breaks: Policy.Policy<typeof Breaks.Type, null> = {
+        name: "breaks",
+        config: Breaks,
+        bounds: () => ({}),
+        probe: () => ({ _tag: "NoProbe", reason: "test" }),
+        withoutProbe: (c) => c,
+        init: () => null,
+        initial: () => ({ readGate: "paused" }),
+        step: (s, signal, now) => {
+          if (signal._tag === "Tick" && now >= 300) throw new Error("step exploded")
+          return { state: s }
+        }
+      }
+      const source = Memory.source({ name: "t", partitions: 1, records: 100_000, recordBytes: 8, chunkRecords: 100, intervalMillis: 20 })
+      const exit = yield* runVirtual(Pipeline.run({ source, sink: Memory.sink(), policies: Policy.layer(breaks, {}) }), { maxMillis: 60_000 })
+      expect(Exit.isFailure(exit)).toBe(true)
+      const failure = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail") : undefined
+      expect(failure?._tag === "Fail" ? failure.error : undefined).toMatchObject({ _tag: "PolicyFailed", policy: "breaks" })
+      expect(failure?._tag === "Fail" && failure.error._tag === "PolicyFailed" ? failure.error.message : "").toContain("step exploded")
+    }))
+})
+
 describe("Policy.ablate", () => {
   it("passes every config through withoutProbe: the probe is declared NoProbe and the core never probes", () => {
     const ablated = Policy.ablate(prober)
