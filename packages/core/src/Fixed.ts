@@ -22,9 +22,9 @@ import type { SignalBus } from "./Signal.ts"
 export const FixedConfig = Schema.Struct({
   concurrency: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
   batchRecords: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
-  batchBytes: Schema.optionalKey(Config.Bytes),
+  batchBytes: Schema.optionalKey(Config.PositiveBytes),
   maxAge: Schema.optionalKey(Config.Millis),
-  rate: Schema.optionalKey(Schema.NullOr(Schema.Number.check(Schema.isGreaterThan(0))))
+  rate: Schema.optionalKey(Schema.NullOr(Schema.Finite.check(Schema.isGreaterThan(0))))
 })
 
 /**
@@ -61,7 +61,7 @@ const proposalOf = (c: FixedConfig): Proposal => ({
  *
  * @since 0.1.0
  */
-export const policy: Policy.Policy<FixedConfig, Proposal> = {
+export const policy: Policy.Policy<FixedConfig, Proposal, Config.Input<typeof FixedConfig>> = {
   name: "fixed",
   config: FixedConfig,
   bounds: (c) => ({
@@ -80,5 +80,5 @@ export const policy: Policy.Policy<FixedConfig, Proposal> = {
  *
  * @since 0.1.0
  */
-export const layer = (config: unknown): Layer.Layer<never, ConfigError, SignalBus | Knobs> =>
+export const layer = (config: Config.Input<typeof FixedConfig>): Layer.Layer<never, ConfigError, SignalBus | Knobs> =>
   Policy.layer(policy, config)

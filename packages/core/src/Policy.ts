@@ -138,9 +138,10 @@ export interface Step<S> {
  *
  * @since 0.1.0
  */
-export interface Policy<C, S> {
+export interface Policy<C, S, I = unknown> {
   readonly name: string
-  readonly config: Schema.Decoder<C>
+  /** The config schema: decodes `I` (its encoded form, what users write) to `C`. */
+  readonly config: Schema.Codec<C, I>
   readonly bounds: (config: C) => KnobBounds
   readonly probe: (config: C) => ProbeSpec
   /**
@@ -185,7 +186,7 @@ export interface Policy<C, S> {
  *
  * @since 0.1.0
  */
-export const ablate = <C, S>(policy: Policy<C, S>): Policy<C, S> => {
+export const ablate = <C, S, I>(policy: Policy<C, S, I>): Policy<C, S, I> => {
   const off = policy.withoutProbe
   if (off === undefined) return policy
   return {
@@ -261,14 +262,15 @@ export const replay = <C, S>(
  *
  * @since 0.1.0
  */
-export const layer = <C, S>(
-  declared: Policy<C, S>,
-  input: unknown = {},
+export const layer = <C, S, I>(
+  declared: Policy<C, S, I>,
+  input?: I,
   options: LayerOptions = {}
 ): Layer.Layer<never, Config.ConfigError, SignalBus | Knobs> =>
   Layer.effectDiscard(Effect.gen(function*() {
     const policy = options.probe === false ? ablate(declared) : declared
-    const config = yield* Config.decode(policy.name, policy.config, input)
+    const raw: unknown = input ?? {}
+    const config = yield* Config.decode(policy.name, policy.config, raw)
     const bus = yield* SignalBus
     const knobs = yield* Knobs
     const subscription = yield* bus.subscribe

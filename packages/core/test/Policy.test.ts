@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Schema, Stream } from "effect"
-import { Fixed, Memory, Pipeline, Policy } from "../src/index.ts"
+import { Effect, Exit, Result, Schema, Stream } from "effect"
+import { Config, Fixed, Memory, Pipeline, Policy } from "../src/index.ts"
 import type { SignalBus } from "../src/index.ts"
 import { runVirtual } from "./support.ts"
 
@@ -55,6 +55,23 @@ describe("Policy.layer", () => {
     Effect.gen(function*() {
       expect(yield* modesOf(false)).toEqual([])
     }))
+})
+
+describe("Policy config is typed by its schema's encoded form", () => {
+  it("a misspelled key fails tsc; the same data as unknown fails at run time with a ConfigError", () => {
+    // @ts-expect-error — "concurency" is not a Fixed config key
+    const typo = () => Fixed.layer({ concurency: 8 })
+    // @ts-expect-error — the same through the generic shell
+    const typo2 = () => Policy.layer(Fixed.policy, { concurency: 8 })
+    expect(typeof typo).toBe("function")
+    expect(typeof typo2).toBe("function")
+    // Durations and sizes accept text or numbers; a typed input compiles.
+    const ok = Fixed.layer({ concurrency: 8, batchBytes: "8 MiB", maxAge: "30s" })
+    expect(ok).toBeDefined()
+    const data: unknown = JSON.parse('{ "concurency": 8 }')
+    const decoded = Config.decodeResult("fixed", Fixed.FixedConfig, data)
+    expect(Result.isFailure(decoded) ? decoded.failure.message : "decoded").toContain("concurency")
+  })
 })
 
 describe("Policy.layer supervision", () => {
