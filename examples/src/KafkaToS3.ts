@@ -23,7 +23,8 @@ import { Effect } from "effect"
  * What to archive, and where.
  */
 export interface ArchiveOptions {
-  readonly brokers: ReadonlyArray<string>
+  /** At least one bootstrap broker. */
+  readonly brokers: readonly [string, ...Array<string>]
   readonly topic: string
   readonly groupId: string
   readonly s3: {
@@ -41,7 +42,7 @@ export interface ArchiveOptions {
 export const archiveTopic = (options: ArchiveOptions) =>
   Effect.scoped(Effect.gen(function*() {
     const source = yield* KafkaSource.make({
-      brokers: [...options.brokers],
+      brokers: options.brokers,
       topic: options.topic,
       mode: { kind: "assign", groupId: options.groupId },
       until: "caught-up",
@@ -75,8 +76,9 @@ if (isMain) {
     console.error("usage: node examples/dist/KafkaToS3.js <topic> <bucket>")
     process.exitCode = 2
   } else {
+    const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",")
     Effect.runPromise(archiveTopic({
-      brokers: env("SLUICE_KAFKA_BROKERS").split(","),
+      brokers: [broker ?? "", ...moreBrokers],
       topic,
       groupId: `${topic}-archiver`,
       s3: {

@@ -55,7 +55,8 @@ const reachable = <A>(what: string, request: Promise<A>): Promise<A> =>
 
 describe("examples/KafkaToS3", () => {
   it("archives a real topic into a real bucket: every record once, offsets committed to the end", async () => {
-    const brokers = env("SLUICE_KAFKA_BROKERS").split(",")
+    const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",")
+    const brokers: [string, ...Array<string>] = [broker ?? "", ...moreBrokers]
     const s3 = {
       endpoint: env("SLUICE_S3_ENDPOINT"),
       region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",

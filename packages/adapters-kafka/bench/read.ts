@@ -23,7 +23,8 @@ if (brokersEnv === undefined || brokersEnv === "") {
   console.error("SLUICE_KAFKA_BROKERS is not set: run `bash scripts/kafka-broker.sh up` and `set -a; . .services/kafka.env; set +a`")
   process.exit(1)
 }
-const brokers = brokersEnv.split(",")
+const [firstBroker, ...otherBrokers] = brokersEnv.split(",")
+const brokers: [string, ...Array<string>] = [firstBroker ?? brokersEnv, ...otherBrokers]
 const fetch = { maxWait: 500, minBytes: 1, maxBytes: 16 * 1024 * 1024, partitionMaxBytes: 1024 * 1024 }
 
 const produce = async (topic: string): Promise<number> => {

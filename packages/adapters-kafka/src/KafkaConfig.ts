@@ -157,6 +157,14 @@ export const KafkaConfig = Schema.Struct({
 export type KafkaConfig = typeof KafkaConfig.Type
 
 /**
+ * What a caller writes: the config's encoded form (defaulted keys optional,
+ * sizes and durations as text or numbers), so a misspelled key fails `tsc`.
+ *
+ * @since 0.2.0
+ */
+export type KafkaConfigInput = CoreConfig.Input<typeof KafkaConfig>
+
+/**
  * Decodes plain config data; fails with a core `ConfigError` naming the field.
  *
  * **Example**

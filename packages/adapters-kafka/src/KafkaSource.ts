@@ -158,7 +158,7 @@ export interface KafkaSource extends Source.Source {
  * @since 0.1.0
  */
 export const make = (
-  input: unknown
+  input: KafkaConfig.KafkaConfigInput
 ): Effect.Effect<KafkaSource, Config.ConfigError | Source.SourceError, Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* KafkaConfig.decode(input)

@@ -52,8 +52,15 @@ describe("KafkaConfig", () => {
     })).toBe("ok")
   })
 
+  it("a misspelled key fails tsc (the config is typed by its schema's encoded form)", () => {
+    // @ts-expect-error — "untill" is not a KafkaSource config key
+    const typo = () => KafkaSource.make({ brokers: ["127.0.0.1:1"], topic: "t", mode: { kind: "assign" }, untill: "caught-up" })
+    expect(typeof typo).toBe("function")
+  })
+
   it("KafkaSource.make fails on bad config before connecting", () => {
-    const exit = Effect.runSyncExit(Effect.scoped(KafkaSource.make({ ...base, mode: { kind: "nope" } })))
+    const bad: unknown = { ...base, mode: { kind: "nope" } }
+    const exit = Effect.runSyncExit(Effect.scoped(KafkaSource.make(bad as KafkaConfig.KafkaConfigInput)))
     expect(Exit.isFailure(exit)).toBe(true)
   })
 })

@@ -68,7 +68,7 @@ describe("bounded read-ahead", { timeout: 120_000 }, () => {
     const partitions = 4
     await createTopic(topic, partitions)
     await produce(topic, partitions, { count: 3000, recordBytes: RECORD_BYTES, perSend: PER_SEND })
-    const mode = { kind: "group", groupId: `${topic}-g`, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: 10_000 }
+    const mode = { kind: "group", groupId: `${topic}-g`, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: 10_000 } as const
     const config = { brokers: brokers(), topic, mode, prefetch: 4, fetch: { maxWait: 100, partitionMaxBytes: "4 KiB" } }
     const scopeA = Effect.runSync(Scope.make())
     const scopeB = Effect.runSync(Scope.make())

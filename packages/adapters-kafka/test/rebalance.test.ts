@@ -40,7 +40,7 @@ describe("consumer-group rebalance", { timeout: 180_000 }, () => {
     await createTopic(topic, partitions)
     await produce(topic, partitions, { count: perPartition, recordBytes: RECORD_BYTES })
     const groupId = `${topic}-g`
-    const mode = { kind: "group", groupId, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: 10_000 }
+    const mode = { kind: "group", groupId, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: 10_000 } as const
     const config = { batch: { records: 150, maxAge: "100 millis" }, tick: 20 }
     const verified = new Ranges()
 

@@ -14,7 +14,7 @@ import * as RecordEnvelope from "../src/RecordEnvelope.ts"
 const encoder = new TextEncoder()
 
 /** The broker list; fails (never skips) when the environment does not name one. */
-export const brokers = (): Array<string> => {
+export const brokers = (): [string, ...Array<string>] => {
   const value = process.env["SLUICE_KAFKA_BROKERS"]
   if (value === undefined || value.trim() === "") {
     throw new Error(
@@ -22,7 +22,8 @@ export const brokers = (): Array<string> => {
         "and `set -a; . .services/kafka.env; set +a` (npm test does both)."
     )
   }
-  return value.split(",").map((s) => s.trim())
+  const [first, ...rest] = value.split(",").map((s) => s.trim())
+  return [first ?? value, ...rest]
 }
 
 let admin: Admin | undefined

@@ -109,6 +109,14 @@ export const S3Config = Schema.Struct({
 export type S3Config = typeof S3Config.Type
 
 /**
+ * What a caller writes: the config's encoded form (defaulted keys optional,
+ * sizes and durations as text or numbers), so a misspelled key fails `tsc`.
+ *
+ * @since 0.2.0
+ */
+export type S3ConfigInput = Config.Input<typeof S3Config>
+
+/**
  * Decodes plain config data, failing with a `ConfigError` such as
  * `s3: at ["partSize"]: Expected a value between 5242880 and 5368709120, got 1024`.
  *

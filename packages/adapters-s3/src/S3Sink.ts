@@ -159,7 +159,7 @@ export const makeClient = (config: S3Config.S3Config): S3Client =>
  * @since 0.1.0
  */
 export const make = (
-  config: unknown,
+  config: S3Config.S3ConfigInput,
   options: MakeOptions = {}
 ): Effect.Effect<S3Sink, Config.ConfigError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -189,7 +189,7 @@ export const make = (
  *
  * @since 0.1.0
  */
-export const layer = (config: unknown, options: MakeOptions = {}): Layer.Layer<S3SinkService, Config.ConfigError> =>
+export const layer = (config: S3Config.S3ConfigInput, options: MakeOptions = {}): Layer.Layer<S3SinkService, Config.ConfigError> =>
   Layer.effect(S3SinkService, make(config, options))
 
 /**

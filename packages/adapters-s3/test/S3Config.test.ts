@@ -2,8 +2,15 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import * as S3Config from "../src/S3Config.ts"
+import * as S3Sink from "../src/S3Sink.ts"
 
 describe("S3Config", () => {
+  it("a misspelled key fails tsc (the config is typed by its schema's encoded form)", () => {
+    // @ts-expect-error — "chekcsumAlgorithm" is not an S3 sink config key
+    const typo = () => S3Sink.make({ bucket: "b", chekcsumAlgorithm: "CRC32C" })
+    expect(typeof typo).toBe("function")
+  })
+
   it("fills defaults", async () => {
     const cfg = await Effect.runPromise(S3Config.decode({ bucket: "archive" }))
     expect(cfg).toMatchObject({

@@ -284,7 +284,7 @@ const validate = (replicas: ReadonlyArray<Replica>, opts: ReplicatedOptions) => 
  */
 export const make = (
   replicas: ReadonlyArray<Replica>,
-  options: unknown
+  options: Config.Input<typeof ReplicatedOptions>
 ): Effect.Effect<ReplicatedSink, Config.ConfigError, Scope.Scope> =>
   Effect.gen(function*() {
     const opts = yield* Config.decode("replicated", ReplicatedOptions, options)
