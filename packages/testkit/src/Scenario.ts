@@ -10,7 +10,7 @@ import { Effect, Schema, SchemaGetter, SchemaIssue } from "effect"
 import { Config, Pipeline } from "@sluice/core"
 import type { Config as CoreConfig } from "@sluice/core"
 
-const NonNegative = Schema.Number.check(Schema.isGreaterThanOrEqualTo(0))
+const NonNegative = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
 const Probability = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 
@@ -20,7 +20,7 @@ const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
  * @since 0.1.0
  */
 export const BytesPerSecond = Schema.Union([Schema.Number, Schema.String]).pipe(
-  Schema.decodeTo(Schema.Number.check(Schema.isGreaterThan(0)), {
+  Schema.decodeTo(Schema.Finite.check(Schema.isGreaterThan(0)), {
     decode: SchemaGetter.transformEffect<number, number | string>((v, options) => {
       if (typeof v === "number") return Effect.succeed(v)
       const m = /^(.*?)\s*\/\s*s(ec(ond)?)?\s*$/.exec(v)
@@ -41,7 +41,7 @@ const storeFields = {
   throttleAbove: Schema.NullOr(PositiveInt),
   throttleProbability: Probability,
   errorRate: Probability,
-  rateLimit: Schema.NullOr(Schema.Number.check(Schema.isGreaterThan(0)))
+  rateLimit: Schema.NullOr(Schema.Finite.check(Schema.isGreaterThan(0)))
 }
 
 /**
@@ -201,7 +201,7 @@ export const Scenario = Schema.Struct({
   name: Schema.String,
   description: Schema.String.pipe(Schema.withDecodingDefaultKey(Effect.succeed(""))),
   seed: Schema.Int,
-  duration: Config.Millis.check(Schema.isGreaterThan(0)),
+  duration: Config.PositiveMillis,
   instances: PositiveInt.pipe(Schema.withDecodingDefaultKey(Effect.succeed(1))),
   source: SourceSection,
   store: StoreSection,

@@ -50,5 +50,25 @@ describe("Scenario", () => {
       expect(badProbability.message).toContain("errorRate")
       const badBandwidth = yield* Effect.flip(Scenario.decode({ ...example, store: { ...example.store, bandwidthPerRequest: "fast" } }))
       expect(badBandwidth.message).toContain("bandwidthPerRequest")
+      // Numbers must be finite, and a run must last.
+      const infinite = yield* Effect.flip(Scenario.decode({ ...example, source: { ...example.source, recordsPerSecond: Infinity } }))
+      expect(infinite.message).toContain("recordsPerSecond")
+      const unlimited = yield* Effect.flip(Scenario.decode({ ...example, store: { ...example.store, rateLimit: Infinity } }))
+      expect(unlimited.message).toContain("rateLimit")
+      const instant = yield* Effect.flip(Scenario.decode({ ...example, duration: "0s" }))
+      expect(instant.message).toContain("duration")
+    }))
+
+  it.effect("accepts every numeric summary field as an expect bound, and the short duration forms", () =>
+    Effect.gen(function*() {
+      const s = yield* Scenario.decode({
+        ...example,
+        duration: "90s",
+        expect: { probeSeconds: { max: 5 }, maxLagSeconds: { max: 15 }, worstPhaseGoodput: { min: 0.8 }, heldBytesMax: { max: 1e9 } }
+      })
+      expect(s.duration).toBe(90_000)
+      expect(Object.keys(s.expect).sort()).toEqual(["heldBytesMax", "maxLagSeconds", "probeSeconds", "worstPhaseGoodput"])
+      const error = yield* Effect.flip(Scenario.decode({ ...example, expect: { goodput: { min: 1 } } }))
+      expect(error.message).toContain("goodput")
     }))
 })
