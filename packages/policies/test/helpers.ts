@@ -108,6 +108,22 @@ export const range = (series: ReadonlyArray<readonly [number, number]>, from: nu
   return [lo, hi]
 }
 
+/** The time-weighted mean of the limit over `[from, to]`. */
+export const mean = (series: ReadonlyArray<readonly [number, number]>, from: number, to: number): number => {
+  let area = 0
+  let t = from
+  let v = at(series, from)
+  for (const [time, value] of series) {
+    if (time <= from) continue
+    if (time >= to) break
+    area += v * (time - t)
+    t = time
+    v = value
+  }
+  area += v * (to - t)
+  return area / Math.max(1, to - from)
+}
+
 /** A store with a latency knee: `base` up to `knee` concurrent requests, then proportional. */
 export const knee = (base: number, kneeAt: number) => (limit: number) => base * Math.max(1, limit / kneeAt)
 
@@ -162,20 +178,36 @@ export const objectStoreLoop = <C, S>(
     readonly size: (t: number) => number
     readonly untilMillis: number
     readonly seed?: number
+    /** The store's slowness over time: every request started at `t` takes `factor(t)` × longer (default 1). */
+    readonly factor?: (t: number) => number
+    /** The knee over time (default `knee`). */
+    readonly kneeAt?: (t: number) => number
+    /** Requests started above this many in flight are throttled (503) instead (default never). */
+    readonly throttleAbove?: (t: number) => number
   }
-): { readonly series: Array<readonly [number, number]>; readonly state: S } => {
+): { readonly series: Array<readonly [number, number]>; readonly state: S; readonly delivered: Array<readonly [number, number]> } => {
   const rand = prng(options.seed ?? 1)
   const run = recorder(policy, config)
   const { feed } = run
   type Stage = "object_upload" | "manifest_upload" | "verify"
-  interface Request { readonly end: number; readonly start: number; readonly stage: Stage; readonly bytes: number; readonly slotsAtStart: number }
+  interface Request {
+    readonly end: number
+    readonly start: number
+    readonly stage: Stage
+    readonly bytes: number
+    readonly slotsAtStart: number
+    readonly throttled: boolean
+  }
   const pending: Array<Request> = []
+  const delivered: Array<readonly [number, number]> = []
   let slots = 0
   let nextTick = 100
   const start = (t: number, stage: Stage, bytes: number, slotsAtStart: number) => {
-    const service = (options.baseMillis + bytes / options.bytesPerMilli) *
-      Math.max(1, (pending.length + 1) / options.knee) * (1 - 0.1 * Math.log(1 - rand()))
-    pending.push({ end: t + service, start: t, stage, bytes, slotsAtStart })
+    const throttled = pending.length + 1 > (options.throttleAbove?.(t) ?? Infinity)
+    const service = (throttled ? options.baseMillis : options.baseMillis + bytes / options.bytesPerMilli) *
+      (options.factor?.(t) ?? 1) *
+      Math.max(1, (pending.length + 1) / (options.kneeAt?.(t) ?? options.knee)) * (1 - 0.1 * Math.log(1 - rand()))
+    pending.push({ end: t + service, start: t, stage, bytes, slotsAtStart, throttled })
   }
   const fill = (t: number) => {
     while (slots < run.limit()) {
@@ -196,14 +228,24 @@ export const objectStoreLoop = <C, S>(
       continue
     }
     pending.shift()
+    if (first.throttled) {
+      // A 503 SlowDown: the batch gives its slot back and is uploaded again
+      // when a slot is free (as the pipeline re-queues it).
+      feed({ ...failure(t, "Throttled", { startedAt: first.start, limitAtStart: run.limit(), stage: first.stage }), inflightAtStart: first.slotsAtStart })
+      slots--
+      fill(t)
+      continue
+    }
     const common = { startedAt: first.start, bytes: first.bytes, stage: first.stage, inflightAtStart: first.slotsAtStart, limitAtStart: run.limit() }
     feed(sample(t, t - first.start, common))
-    if (first.stage === "object_upload") start(t, "manifest_upload", 0, first.slotsAtStart)
-    else if (first.stage === "manifest_upload") start(t, "verify", 0, first.slotsAtStart)
+    if (first.stage === "object_upload") delivered.push([t, first.bytes])
+    // Later stages begin with the slots busy now (the pipeline's in-flight count at their start).
+    if (first.stage === "object_upload") start(t, "manifest_upload", 0, slots)
+    else if (first.stage === "manifest_upload") start(t, "verify", 0, slots)
     else {
       slots--
       fill(t)
     }
   }
-  return { series: run.series, state: run.state() }
+  return { series: run.series, state: run.state(), delivered }
 }

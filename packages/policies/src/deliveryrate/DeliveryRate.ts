@@ -34,7 +34,7 @@
  * | `startup` | ×`startupGain` per round while the limit is used | the rate grew < `fullRateGrowth` in `fullRateRounds` rounds that used the limit → `drain` |
  * | `drain` | 1 × BDP | a round's in-flight ≤ BDP → `cruise` |
  * | `probeUp` | `upGain` × BDP, ×`upGain` per round while the rate keeps growing | the rate grew less than half the in-flight increase (the **knee**), a throttle, or the limit was not used → `probeDown` |
- * | `probeDown` | `downGain` × BDP (drains the queue `probeUp` built) | one round → `cruise` |
+ * | `probeDown` | `downGain` × BDP (drains the queue `probeUp` built) | an upload starts with ≤ BDP in flight, or one round → `cruise` |
  * | `cruise` | 1 × BDP | `cruiseRounds` rounds → `probeUp` |
  * | `probing` | `probeGain` × in flight (BBR's PROBE_RTT) | `probeSamples` samples at that level, one upload round |
  *
@@ -102,8 +102,9 @@ export const DeliveryRateConfig = Schema.Struct({
   startupGain: Fields.number(2, { minimum: 1.25, maximum: 4 }),
   fullRateGrowth: Fields.number(0.25, { minimum: 0.01, maximum: 1 }),
   fullRateRounds: Fields.int(3, 1, 100),
-  upGain: Fields.number(1.25, { minimum: 1.01, maximum: 4 }),
-  downGain: Fields.number(0.75, { minimum: 0.1, maximum: 0.99 }),
+  cruiseGain: Fields.number(1.25, { minimum: 0.5, maximum: 4 }),
+  upGain: Fields.number(1.5, { minimum: 1.01, maximum: 4 }),
+  downGain: Fields.number(0.9, { minimum: 0.1, maximum: 0.99 }),
   cruiseRounds: Fields.int(4, 0, 100),
   rateWindowRounds: Fields.int(10, 1, 100),
   minLatencyWindowMillis: Fields.millis("10 seconds"),
@@ -119,6 +120,7 @@ export const DeliveryRateConfig = Schema.Struct({
   Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
   Fields.ordered("floor", "initial", (c) => [c.floor, c.initial]),
   Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
+  Fields.ordered("cruiseGain", "upGain", (c) => [c.cruiseGain, c.upGain]),
   // An up-probe's own queue (at most upGain − 1 above the minimum) must not read as a slower store.
   Schema.makeFilter<{ readonly upGain: number; readonly riseTolerance: number }>((c) =>
     c.riseTolerance > c.upGain - 1
@@ -207,6 +209,12 @@ export interface DeliveryRateState {
   readonly confirmedInflight: number
   /** Samples in a row ≥ (1 + `riseTolerance`) × the minimum (their minimum and highest in-flight). */
   readonly risen: RoundStats
+  /**
+   * `a / b` of `latency ≈ a + b·bytes` (bytes), smoothed: the learned
+   * reference's own means move with the queue the gain cycle builds and
+   * drains (±2× at the knee), and the slot must not.
+   */
+  readonly sizeRatio: number
   /** Mean object size (bytes, EWMA; 0 before the first). */
   readonly objectBytes: number
   /** Bodiless requests (manifest, verify) per object upload (EWMA). */
@@ -232,6 +240,10 @@ export interface DeliveryRateState {
   readonly throttledAt: number
   /** Successes in a row, begun after the last throttle, from above `throttledAt`. */
   readonly clear: number
+  /** The in-flight before the episode's first cut: what its end restores (BBR's `prior_cwnd`). */
+  readonly priorInflight: number
+  /** In-flight kept at least at this after a restore, until the rate filter has measured it (0: none). */
+  readonly restoreFloor: number
   readonly probe: DrainProbe | undefined
   readonly probes: number
 }
@@ -249,6 +261,15 @@ const emptyRound = (start: number): RoundStats => ({
 
 const clamp = (c: DeliveryRateConfig, v: number): number => Math.min(c.ceiling, Math.max(c.floor, v))
 
+/** `sizeRatio`: EWMA weight per object upload. */
+const RATIO_WEIGHT = 0.01
+
+const smoothRatio = (s: DeliveryRateState): number => {
+  const r = s.reference
+  const ratio = r.overhead > 0 && r.perByte > 0 ? r.overhead / r.perByte : r.bytes
+  return s.sizeRatio + RATIO_WEIGHT * (ratio - s.sizeRatio)
+}
+
 /** The smallest latency taken as measured (ms). */
 const MIN_MILLIS = 0.001
 /** Mean object size: EWMA weight of a new sample. */
@@ -265,7 +286,7 @@ const BODILESS_WEIGHT = 0.05
 export const bdp = (s: DeliveryRateState): number | undefined => {
   const rate = Delivery.maxOf(s.rates, s.round.rate)
   if (!(rate > 0) || !Number.isFinite(s.minLatency) || !(s.objectBytes > 0)) return undefined
-  const slotMillis = s.minLatency * (1 + s.objectBytes / Math.max(1, s.reference.bytes) + s.bodilessPerObject)
+  const slotMillis = s.minLatency * (1 + s.objectBytes / Math.max(1, s.sizeRatio) + s.bodilessPerObject)
   return (rate * slotMillis) / 1000 / s.objectBytes
 }
 
@@ -277,8 +298,9 @@ const wanted = (s: DeliveryRateState): number => {
     case "startup":
       return Math.max(s.startupLimit, b === undefined ? 0 : c.startupGain * b)
     case "drain":
-    case "cruise":
       return b ?? s.startupLimit
+    case "cruise":
+      return (b ?? s.startupLimit) * c.cruiseGain
     case "probeUp":
       return Math.min(s.upTarget, s.inflightHi + s.upStep)
     case "probeDown":
@@ -296,7 +318,8 @@ const wanted = (s: DeliveryRateState): number => {
  */
 export const target = (s: DeliveryRateState): number => {
   const hi = s.mode === "probeUp" ? Infinity : s.inflightHi
-  return clamp(s.config, Math.ceil(Math.min(wanted(s), hi) - 1e-9))
+  const restored = s.mode === "probing" ? 0 : s.restoreFloor
+  return clamp(s.config, Math.ceil(Math.min(Math.max(wanted(s), restored), hi) - 1e-9))
 }
 
 const withMode = (s: DeliveryRateState, mode: DeliveryRateMode): DeliveryRateState =>
@@ -307,7 +330,8 @@ const toProbeUp = (s: DeliveryRateState): DeliveryRateState => {
   return {
     ...withMode(s, "probeUp"),
     upTarget: Math.max(b * s.config.upGain, s.proposed + 1),
-    upBaseRate: s.lastRound.rate,
+    // The last round's rate, or the filter's when that round counted none (never 0: everything beats 0).
+    upBaseRate: s.lastRound.rate > 0 ? s.lastRound.rate : Delivery.maxOf(s.rates, 0),
     upBaseInflight: s.previousInflight,
     upStep: 1
   }
@@ -347,7 +371,7 @@ const upRound = (s: DeliveryRateState, r: RoundStats, producedBy: number): Deliv
   const grew = raised > 1 && r.rate / Math.max(1, s.upBaseRate) - 1 >= (raised - 1) / 2
   // The knee: the rate stopped growing with in-flight (or there was no more to send).
   if (!grew) return withMode({ ...s, inflightHi }, "probeDown")
-  return { ...s, inflightHi, upStep: s.upStep * 2, upBaseRate: r.rate, upBaseInflight: producedBy, upTarget: grow(s, r.inflight) }
+  return { ...s, inflightHi, upStep: s.upStep * 2, upBaseRate: Math.max(r.rate, s.upBaseRate), upBaseInflight: producedBy, upTarget: grow(s, r.inflight) }
 }
 
 const grow = (s: DeliveryRateState, reached: number): number =>
@@ -366,9 +390,19 @@ const beginProbe = (s: DeliveryRateState, now: number, before: RoundStats): Deli
 })
 
 /**
- * Ends the probe: the drained minimum either refreshes `minLatency` (it did not
- * rise, or it rose although in-flight fell — the store is slower) or, when
- * latency fell with in-flight, it was our queue and gives the knee.
+ * Ends the probe. With the store's latency `L0 · max(1, inflight / knee)`,
+ * two measurements — the elevated one at `X` in flight and the drained one at
+ * `Y` — tell the cases apart:
+ *
+ * - drained latency back near the minimum: the elevation was our own queue;
+ *   the store queues from `knee ≈ X · min / elevated`;
+ * - latency fell as much as in-flight did (both queued): the knee is below
+ *   `Y`, `≈ Y · min / drained`, and the minimum stands;
+ * - it fell less (the drained level is below the knee): the store is slower,
+ *   its minimum is the drained latency, and the knee is `≈ X · drained / elevated`
+ *   (`X` if latency did not fall at all);
+ *
+ * `inflightHi` takes the knee (never raised here).
  */
 const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const p = s.probe
@@ -376,37 +410,38 @@ const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const resumed: DeliveryRateState = { ...withMode(s, p?.resume ?? "cruise"), probe: undefined, minLatencyAt: now, round: emptyRound(now) }
   if (p === undefined || !Number.isFinite(p.seen.minLatency)) return resumed
   const seen = p.seen
-  const risen = seen.minLatency >= (1 + c.riseTolerance) * s.minLatency
-  const elevated = p.before.minLatency >= (1 + c.riseTolerance) * s.minLatency
-  if (!risen) {
-    // Latency is back near the minimum at the drained level: if the round
-    // before was elevated, that was our queue, and the store queues from
-    // about `inflight × minLatency / latency` (the knee).
-    const knee = elevated ? Math.max(c.floor, (p.before.inflight * s.minLatency) / p.before.minLatency) : Infinity
+  const before = p.before
+  const bounded = (knee: number) => Math.min(s.inflightHi, Math.max(c.floor, knee))
+  if (seen.minLatency < (1 + c.riseTolerance) * s.minLatency) {
+    const elevated = before.minLatency >= (1 + c.riseTolerance) * s.minLatency
+    const knee = elevated ? (before.inflight * s.minLatency) / before.minLatency : Infinity
     return {
       ...resumed,
       minLatency: seen.minLatency,
       minLatencyBytes: seen.minBytes,
       confirmedInflight: Math.min(seen.inflight, knee),
-      inflightHi: Math.min(s.inflightHi, knee)
+      inflightHi: bounded(knee)
     }
   }
-  const drained = seen.inflight / Math.max(1, p.before.inflight)
-  const fell = seen.minLatency / Math.max(1e-9, p.before.minLatency)
-  if (drained <= 0.8 && fell <= (1 + drained) / 2) {
-    const knee = Math.max(c.floor, (seen.inflight * s.minLatency) / seen.minLatency)
-    return { ...resumed, inflightHi: Math.min(s.inflightHi, knee), confirmedInflight: Math.min(s.confirmedInflight, knee) }
+  const drained = seen.inflight / Math.max(1, before.inflight)
+  const fell = seen.minLatency / Math.max(MIN_MILLIS, before.minLatency)
+  if (drained <= 0.8 && fell <= drained * 1.15) {
+    const knee = (seen.inflight * s.minLatency) / seen.minLatency
+    return { ...resumed, inflightHi: bounded(knee), confirmedInflight: Math.min(s.confirmedInflight, knee) }
   }
-  // Latency did not fall with in-flight: the store itself got slower.
-  return { ...resumed, minLatency: seen.minLatency, minLatencyBytes: seen.minBytes, confirmedInflight: seen.inflight }
+  // The store itself got slower.
+  const knee = drained <= 0.8 && fell <= 0.9 ? before.inflight * fell : Infinity
+  return { ...resumed, minLatency: seen.minLatency, minLatencyBytes: seen.minBytes, confirmedInflight: seen.inflight, inflightHi: bounded(knee) }
 }
 
 const endRound = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const c = s.config
   const r = s.round
   const rates = r.rate > 0 ? Delivery.pushRound(s.rates, r.rate, c.rateWindowRounds) : s.rates
+  const caught = s.restoreFloor > 0 && (bdp({ ...s, rates }) ?? 0) >= s.restoreFloor
   const next: DeliveryRateState = {
     ...s,
+    restoreFloor: caught ? 0 : s.restoreFloor,
     rates,
     round: emptyRound(now),
     lastRound: r,
@@ -491,7 +526,11 @@ const onLatency = (s: DeliveryRateState, sample: SignalBus.UploadSample, value: 
   if (!c.probe || s.mode === "probing" || value < s.minLatency * (1 + c.riseTolerance)) return fresh
   const risen = observe(s.risen, sample, value)
   if (risen.samples < c.probeSamples) return { ...s, risen }
-  if (risen.inflight > s.confirmedInflight) return beginProbe(fresh, now, risen)
+  // Taken at once only when no queue could explain it: in-flight did not grow,
+  // and latency is ≥ (1 + riseTolerance)² × the minimum (an up-probe, or
+  // another instance's, queues far less). Otherwise the probe drains to tell.
+  const far = risen.minLatency >= s.minLatency * (1 + c.riseTolerance) ** 2
+  if (risen.inflight > s.confirmedInflight || !far) return beginProbe(fresh, now, risen)
   return { ...fresh, minLatency: risen.minLatency, minLatencyBytes: risen.minBytes, minLatencyAt: now, confirmedInflight: risen.inflight }
 }
 
@@ -524,8 +563,15 @@ const onSample = (s0: DeliveryRateState, sample: SignalBus.UploadSample, now: nu
     deliveries,
     round: counts ? { ...s.round, rate: Math.max(s.round.rate, rate) } : s.round,
     objectBytes: s.objectBytes === 0 ? sample.bytes : s.objectBytes + SIZE_WEIGHT * (sample.bytes - s.objectBytes),
+    sizeRatio: smoothRatio(s),
     bodilessPerObject: s.bodilessPerObject + BODILESS_WEIGHT * (s.bodilessSinceObject - s.bodilessPerObject),
     bodilessSinceObject: 0
+  }
+  // `probeDown` has drained what `probeUp` queued once an upload starts with
+  // no more than the BDP in flight (BBR leaves PROBE_DOWN at inflight ≤ BDP):
+  // holding 0.75 × BDP for a whole round costs a quarter of a round at the knee.
+  if (s.mode === "probeDown" && sample.startedAt >= s.round.start && sample.inflightAtStart <= (bdp(s) ?? 0)) {
+    s = withMode(s, "cruise")
   }
   return sample.startedAt >= s.round.start && s.mode !== "probing" ? endRound(s, now) : s
 }
@@ -545,20 +591,24 @@ const onThrottle = (s: DeliveryRateState, f: SignalBus.FailureSignal, now: numbe
   const from = Math.min(s.proposed, Math.max(c.floor, f.inflightAtStart))
   const inflightHi = Math.max(c.floor, from * c.throttleBeta)
   const mode = s.mode === "startup" ? "drain" : s.mode === "probeUp" ? "probeDown" : s.mode
-  return { ...withMode(counted, mode), inflightHi, lastCutAt: now }
+  const priorInflight = s.throttledAt === Infinity ? Math.max(s.round.inflight, s.lastRound.inflight) : s.priorInflight
+  return { ...withMode(counted, mode), inflightHi, lastCutAt: now, priorInflight, restoreFloor: 0 }
 }
 
 /**
- * The throttle episode is over — `clearSamples` requests in a row, begun after
- * the last throttle with more in flight than the lowest level throttled,
- * succeeded: the bound the episode set is lifted and the rate filter sizes
- * in-flight again (BBR restores the congestion window it had before loss
- * recovery, `prior_cwnd`).
+ * The throttle episode is over — `CLEAR_SAMPLES` requests in a row, begun
+ * after the last throttle with more in flight than the lowest level
+ * throttled, succeeded: the bound the episode set is lifted and in-flight goes
+ * straight back to what it was before the episode (BBR restores the
+ * congestion window it had before loss recovery, `prior_cwnd`), held there
+ * until the rate filter has measured it (it may have forgotten it during a
+ * long storm).
  */
 const clearedAbove = (s: DeliveryRateState, sample: SignalBus.UploadSample): DeliveryRateState => {
   if (s.throttledAt === Infinity || sample.startedAt < s.lastThrottleAt || sample.inflightAtStart <= s.throttledAt) return s
   const clear = s.clear + 1
-  return clear >= CLEAR_SAMPLES ? { ...s, clear: 0, throttledAt: Infinity, inflightHi: Infinity } : { ...s, clear }
+  if (clear < CLEAR_SAMPLES) return { ...s, clear }
+  return { ...s, clear: 0, throttledAt: Infinity, inflightHi: Infinity, restoreFloor: s.priorInflight }
 }
 
 /** Successes from above the throttled level that end a throttle episode (as AIMD and Throttle count them). */
@@ -632,6 +682,7 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState> = {
     minLatencyAt: -Infinity,
     confirmedInflight: 0,
     risen: emptyRound(-Infinity),
+    sizeRatio: config.referenceBytes,
     objectBytes: 0,
     bodilessPerObject: 2,
     bodilessSinceObject: 0,
@@ -648,6 +699,8 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState> = {
     lastThrottleAt: -Infinity,
     throttledAt: Infinity,
     clear: 0,
+    priorInflight: 0,
+    restoreFloor: 0,
     probe: undefined,
     probes: 0
   }),

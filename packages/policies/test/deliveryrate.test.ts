@@ -1,0 +1,270 @@
+import { Config, Policy } from "@sluice/core"
+import { Runner, Scenario } from "@sluice/testkit"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Result, Schema } from "effect"
+import * as fc from "fast-check"
+import { Aimd, DeliveryRate } from "../src/index.ts"
+import * as Delivery from "../src/internal/Delivery.ts"
+import * as Ablation from "./ablation.ts"
+import { failure, mean, objectStoreLoop, range, sample, tick } from "./helpers.ts"
+
+const config = (input: unknown = {}) => Schema.decodeUnknownSync(DeliveryRate.DeliveryRateConfig)(input)
+const MiB = 1024 * 1024
+
+/** A far store: 20 ms + 16 MiB/s per request (8 MiB objects take ~0.5 s). */
+const store = { baseMillis: 20, bytesPerMilli: (16 * MiB) / 1000, size: () => 8 * MiB }
+
+/** The modes a core went through, in order (consecutive repeats dropped). */
+const modes = <C, S>(policy: Policy.Policy<C, S>, c: C, signals: Iterable<readonly [SignalBusSignal, number]>) => {
+  let state = policy.init(c)
+  const seen: Array<string> = []
+  for (const [signal, now] of signals) {
+    state = policy.step(state, signal, now).state
+    const m = policy.mode?.(state) ?? ""
+    if (seen.at(-1) !== m) seen.push(m)
+  }
+  return seen
+}
+type SignalBusSignal = Parameters<typeof DeliveryRate.policy.step>[1]
+
+describe("Delivery (rate samples and the max filter)", () => {
+  it("a completion's rate is the bytes delivered during its own upload ÷ its latency", () => {
+    // 4 uploads of 10 MB started together at 0, completing at 1000..1003 ms.
+    let d = Delivery.emptyDeliveries
+    const rates: Array<number> = []
+    for (let i = 0; i < 4; i++) {
+      const r = Delivery.complete(d, 0, 1000 + i, 10_000_000)
+      d = r.deliveries
+      rates.push(r.rate)
+    }
+    // The last one saw all four delivered within ~1 s: 40 MB/s.
+    expect(rates[3]).toBeCloseTo(40_000_000 / 1.003, -3)
+    expect(rates[0]).toBeCloseTo(10_000_000, -3)
+  })
+
+  it("the ring is bounded and counts exactly across what it dropped", () => {
+    let d = Delivery.emptyDeliveries
+    for (let i = 0; i < Delivery.RING + 100; i++) d = Delivery.complete(d, i, i + 1, 1).deliveries
+    expect(d.times.length).toBe(Delivery.RING)
+    // An upload older than the ring: counted from the last dropped completion.
+    const { rate } = Delivery.complete(d, -1_000, Delivery.RING + 101, 1)
+    expect(Number.isFinite(rate)).toBe(true)
+    expect(rate).toBeGreaterThan(0)
+  })
+
+  it("the max filter keeps the last `window` rounds", () => {
+    let m: Delivery.RoundMaxima = []
+    for (const v of [5, 9, 1, 2, 3]) m = Delivery.pushRound(m, v, 3)
+    expect(m).toEqual([1, 2, 3])
+    expect(Delivery.maxOf(m, 0)).toBe(3)
+    expect(Delivery.maxOf(m, 7)).toBe(7)
+  })
+})
+
+describe("DeliveryRate (pure core)", () => {
+  it("declares floor, ceiling and its probe; withoutProbe disables it", () => {
+    const c = config({ floor: 2, ceiling: 50, initial: 8 })
+    expect(DeliveryRate.policy.bounds(c)).toEqual({ concurrency: { floor: 2, ceiling: 50 } })
+    expect(DeliveryRate.policy.probe(c)._tag).toBe("PinnedProbe")
+    expect(Policy.probeDisabled(DeliveryRate.policy, c)).toBe(true)
+  })
+
+  it("rejects bad config with a ConfigError naming the field", () => {
+    const crossed = Config.decodeResult("deliveryrate", DeliveryRate.DeliveryRateConfig, { floor: 10, ceiling: 5, initial: 5 })
+    expect(Result.isFailure(crossed) && crossed.failure.message).toMatch(/floor/)
+    // An up-probe's own queue must not read as a slower store.
+    const rise = Config.decodeResult("deliveryrate", DeliveryRate.DeliveryRateConfig, { upGain: 1.5, riseTolerance: 0.4 })
+    expect(Result.isFailure(rise) && rise.failure.message).toMatch(/riseTolerance/)
+    const unknown = Config.decodeResult("deliveryrate", DeliveryRate.DeliveryRateConfig, { gian: 2 })
+    expect(Result.isFailure(unknown) && unknown.failure.message).toMatch(/gian/)
+  })
+
+  it("finds the knee: settles where the rate stops growing with in-flight, whatever latency says", () => {
+    for (const seed of [1, 2, 3]) {
+      const { series, state } = objectStoreLoop(DeliveryRate.policy, config(), { ...store, knee: 32, untilMillis: 120_000, seed })
+      // Around the knee (32 requests in flight) on average — a little above
+      // it, where the gain cycle cruises (×1.25) and probes (×1.5) — never cut
+      // far below it, and never far above it.
+      const average = mean(series, 40_000, 120_000)
+      const [lo, hi] = range(series, 40_000, 120_000)
+      expect(average, `seed ${seed}`).toBeGreaterThanOrEqual(28)
+      expect(average, `seed ${seed}`).toBeLessThanOrEqual(52)
+      expect(lo, `seed ${seed}`).toBeGreaterThanOrEqual(16)
+      expect(hi, `seed ${seed}`).toBeLessThanOrEqual(80)
+      expect(state.minLatency).toBeGreaterThan(15)
+      expect(state.minLatency).toBeLessThan(30)
+    }
+  })
+
+  it("goes through its named modes: startup, drain, then the gain cycle (probeUp, probeDown, cruise)", () => {
+    const signals: Array<readonly [SignalBusSignal, number]> = []
+    const recorder: Policy.Policy<DeliveryRate.DeliveryRateConfig, DeliveryRate.DeliveryRateState> = {
+      ...DeliveryRate.policy,
+      step: (s, signal, now) => {
+        signals.push([signal, now])
+        return DeliveryRate.policy.step(s, signal, now)
+      }
+    }
+    objectStoreLoop(recorder, config(), { ...store, knee: 32, untilMillis: 60_000, seed: 1 })
+    const seen = modes(DeliveryRate.policy, config(), signals)
+    expect(seen[0]).toBe("startup")
+    for (const m of ["drain", "probeUp", "probeDown", "cruise"]) expect(seen).toContain(m)
+    // The cycle repeats: probing up again after cruising.
+    expect(seen.filter((m) => m === "probeUp").length).toBeGreaterThanOrEqual(3)
+  })
+
+  it("a store 10× slower: concurrency rises to carry the same bytes; with its probe disabled it collapses (the ablation)", () => {
+    for (const seed of [1, 2, 3]) {
+      // The knee stays at 48 requests in flight: the same in-flight still
+      // carries the most bytes, each upload now takes 10× longer.
+      const slower = { ...store, knee: 48, untilMillis: 180_000, seed, factor: (t: number) => (t < 30_000 ? 1 : 10) }
+      const probed = objectStoreLoop(DeliveryRate.policy, config(), slower)
+      const ablated = objectStoreLoop(Policy.ablate(DeliveryRate.policy), config(), slower)
+      const before = mean(probed.series, 20_000, 30_000)
+      const probedAfter = mean(probed.series, 45_000, 180_000)
+      // Without the probe the old (fast) minimum sizes in-flight: once the
+      // rate filter has forgotten the fast store (10 rounds, ~110 s here) it
+      // collapses.
+      const [, ablatedAfter] = range(ablated.series, 160_000, 180_000)
+      // Around the knee (48) before and after: the same in-flight is still what carries the most.
+      expect(before, `seed ${seed}: before`).toBeGreaterThanOrEqual(0.8 * 48)
+      expect(probedAfter, `seed ${seed}: probed`).toBeGreaterThanOrEqual(0.6 * 48)
+      expect(probed.state.minLatency, "the minimum re-learned").toBeGreaterThan(150)
+      expect(ablatedAfter, `seed ${seed}: ablated`).toBeLessThanOrEqual(0.25 * 48)
+      expect(ablated.state.minLatency, "never re-learned").toBeLessThan(30)
+    }
+  })
+
+  it("AIMD, on the same slower store, reads the latency as congestion and cuts (the trap this policy answers)", () => {
+    const slower = { ...store, knee: 48, untilMillis: 90_000, seed: 1, factor: (t: number) => (t < 30_000 ? 1 : 10) }
+    const aimd = objectStoreLoop(Aimd.policy, Schema.decodeUnknownSync(Aimd.AimdConfig)({}), slower)
+    const dr = objectStoreLoop(DeliveryRate.policy, config(), slower)
+    expect(range(aimd.series, 60_000, 90_000)[1]).toBeLessThan(range(dr.series, 60_000, 90_000)[0])
+  })
+
+  it("throttles cut in-flight once per round, ×throttleBeta from what was in flight; Transient and Fatal never cut", () => {
+    const c = config({ initial: 20 })
+    const start: Array<readonly [SignalBusSignal, number]> = [[tick(10), 10]]
+    const storm: Array<readonly [SignalBusSignal, number]> = [1, 2, 3, 4, 5].map((i) =>
+      [failure(1_000 + i, "Throttled", { startedAt: 900, limitAtStart: 20 }), 1_000 + i] as const
+    )
+    const { proposals } = Policy.replay(DeliveryRate.policy, c, [...start, ...storm])
+    const cuts = proposals.slice(1).map(([, p]) => p.concurrency)
+    expect(cuts).toEqual([14]) // 20 × 0.7, once for five throttles of one round
+    for (const cls of ["Transient", "Fatal"] as const) {
+      const r = Policy.replay(DeliveryRate.policy, c, [...start, [failure(1_000, cls, { startedAt: 900, limitAtStart: 20 }), 1_000]])
+      expect(r.proposals.length, cls).toBe(1)
+    }
+  })
+
+  it("after a throttle storm clears, in-flight goes straight back to what it was before (BBR's prior_cwnd)", () => {
+    for (const seed of [1, 2, 3]) {
+      const stormy = { ...store, knee: 32, untilMillis: 70_000, seed, throttleAbove: (t: number) => (t >= 30_000 && t < 40_000 ? 2 : Infinity) }
+      const { series } = objectStoreLoop(DeliveryRate.policy, config(), stormy)
+      const before = range(series, 25_000, 30_000)[0]
+      expect(range(series, 32_000, 40_000)[0], `seed ${seed}: backs off`).toBeLessThanOrEqual(3)
+      // Back to ≥ 0.8× within 10 s of the storm's end.
+      const back = series.find(([t, v]) => t >= 40_000 && v >= 0.8 * before)
+      expect(back?.[0], `seed ${seed}: back`).toBeLessThanOrEqual(50_000)
+    }
+  })
+
+  it("never proposes below the floor or above the ceiling, nor NaN (property)", () => {
+    const signal = fc.oneof(
+      fc.record({ kind: fc.constant("sample" as const), latency: fc.integer({ min: 0, max: 5_000 }), inflight: fc.integer({ min: 0, max: 300 }), bytes: fc.integer({ min: 0, max: 64 * MiB }) }),
+      fc.record({ kind: fc.constant("throttle" as const), latency: fc.constant(0), inflight: fc.integer({ min: 0, max: 300 }), bytes: fc.constant(0) }),
+      fc.record({ kind: fc.constant("tick" as const), latency: fc.constant(0), inflight: fc.constant(0), bytes: fc.constant(0) })
+    )
+    fc.assert(
+      fc.property(fc.array(signal, { maxLength: 400 }), fc.integer({ min: 1, max: 8 }), fc.integer({ min: 8, max: 64 }), (signals, floor, ceiling) => {
+        const c = config({ floor, ceiling, initial: floor, minLatencyWindowMillis: 200 })
+        const input = signals.map((s, i) => {
+          const t = i * 20
+          const sig = s.kind === "sample"
+            ? sample(t, s.latency, { inflightAtStart: s.inflight, limitAtStart: s.inflight, startedAt: t - s.latency, bytes: s.bytes, stage: s.bytes === 0 ? "verify" : "object_upload" })
+            : s.kind === "throttle"
+            ? { ...failure(t, "Throttled", { startedAt: t - 5 }), inflightAtStart: s.inflight }
+            : tick(t)
+          return [sig, t] as const
+        })
+        for (const [, p] of Policy.replay(DeliveryRate.policy, c, input).proposals) {
+          expect(Number.isFinite(p.concurrency)).toBe(true)
+          expect(p.concurrency).toBeGreaterThanOrEqual(floor)
+          expect(p.concurrency).toBeLessThanOrEqual(ceiling)
+        }
+      }),
+      { seed: 42, numRuns: 200 }
+    )
+  })
+})
+
+/** Five seeds for the virtual-clock proofs (none used to tune a constant: tuning used the scenario files' seeds, ≤ 16). */
+const SEEDS = [21, 22, 23, 24, 25] as const
+
+// The ablation in the real pipeline (virtual clock): a throttle storm drives
+// the policy to its floor, and the store comes back slower for good (40 ms +
+// 8 MiB/s per request instead of 10 ms + 32 MiB/s). Only its probes re-learn
+// the store: without them the latency minimum stays the fast store's and the
+// bound the storm left is never probed above.
+describe("DeliveryRate in the simulated pipeline: backoff, floor, and its probe is what recovers", () => {
+  const concurrency = (r: { readonly concurrency: number }) => r.concurrency
+  for (const seed of SEEDS) {
+    it(`seed ${seed}: backs off in a throttle storm, keeps its floor, and only the probed run comes back to a store slower for good`, async () => {
+      const scenario = await Effect.runPromise(Ablation.stormThenSlower(seed))
+      const { probed, ablated } = await Ablation.ablation(scenario, (options) => DeliveryRate.layer({}, options), { concurrency: 1 })
+      const before = Ablation.at(probed, Ablation.stormFrom, concurrency)
+      expect(before).toBeGreaterThanOrEqual(8)
+      // Backoff: within 5 s of the storm, a handful of uploads at most.
+      expect(Ablation.max(Ablation.rows(probed, Ablation.stormFrom + 5_000, Ablation.stormUntil), concurrency)).toBeLessThanOrEqual(5)
+      // Floor: never below 1, in either run.
+      for (const run of [probed, ablated]) {
+        expect(run.summary.floorViolations).toBe(0)
+        expect(Ablation.min(Ablation.rows(run), concurrency)).toBeGreaterThanOrEqual(1)
+      }
+      // The probed run comes back (bound 30 s) …
+      expect(Ablation.secondsUntil(probed, Ablation.stormUntil, (r) => r.concurrency >= 0.8 * before)).toBeLessThanOrEqual(30)
+      expect(Ablation.recoverySeconds(probed, Ablation.stormUntil)).toBeLessThanOrEqual(30)
+      // … the ablated one does not, within the whole 60 s after the storm.
+      expect(Ablation.secondsUntil(ablated, Ablation.stormUntil, (r) => r.concurrency >= 0.8 * before)).toBeNull()
+      expect(Ablation.recoverySeconds(ablated, Ablation.stormUntil)).toBeNull()
+      expect(Ablation.goodputShare(ablated, Ablation.stormUntil, 120_000)).toBeLessThan(0.3)
+    }, 120_000)
+  }
+})
+
+/**
+ * The trap in the real pipeline: 300 MB/s into the wide store (8 ms + 64
+ * MiB/s per request, knee 64). A short throttle storm (5 s above 8 in flight)
+ * ends `startup` first — a policy still in startup regrows ×2 per round while
+ * the rate grows, probe or not — then the store is 10× slower from 30 s to
+ * 70 s: ~50 uploads are needed where 5 did.
+ */
+const slowdown = (seed: number) =>
+  Scenario.decode({
+    name: "slowdown-proof",
+    seed,
+    duration: "90 seconds",
+    source: { recordsPerSecond: 2_000_000, recordBytes: 150, partitions: 16 },
+    store: { baseLatency: "8 millis", bandwidthPerRequest: "64 MiB/s", knee: 64, jitter: 0.1, throttleAbove: 96, throttleProbability: 0.5 },
+    pipeline: { memoryBudget: "1 GiB", batch: { records: 100_000, bytes: "16 MiB", maxAge: "5 seconds" } },
+    events: [
+      { at: "10 seconds", store: { throttleAbove: 8, throttleProbability: 0.9 } },
+      { at: "15 seconds", store: { throttleAbove: 96, throttleProbability: 0.5 } },
+      { at: "30 seconds", store: { baseLatency: "80 millis", bandwidthPerRequest: "6.4 MiB/s" } },
+      { at: "70 seconds", store: { baseLatency: "8 millis", bandwidthPerRequest: "64 MiB/s" } }
+    ]
+  })
+
+describe("DeliveryRate in the simulated pipeline: a store 10× slower", () => {
+  for (const seed of SEEDS) {
+    it(`seed ${seed}: more uploads, not fewer — ≥ 0.8 of the oracle and ≤ 15 s of lag inside the slowdown; without the probe it does not re-learn the store`, async () => {
+      const scenario = await Effect.runPromise(slowdown(seed))
+      const { probed, ablated } = await Ablation.ablation(scenario, (options) => DeliveryRate.layer({}, options), { concurrency: 1 })
+      const phase = (r: Runner.RunResult) => r.summary.phases.find((p) => p.from === 30)
+      expect(phase(probed)?.goodputRatio).toBeGreaterThanOrEqual(0.8)
+      expect(phase(probed)?.maxLagSeconds).toBeLessThanOrEqual(15)
+      expect(Ablation.max(Ablation.rows(probed, 40_000, 70_000), (r) => r.concurrency)).toBeGreaterThanOrEqual(40)
+      expect(phase(ablated)?.goodputRatio).toBeLessThan(0.5)
+    }, 120_000)
+  }
+})
