@@ -309,8 +309,9 @@ const baseKnobs = (config: PipelineConfig): KnobValues => ({
 
 /**
  * The hand-off from the sealer to the rest: registers each sealed batch with
- * the committer (in seal order), counts and publishes the seal, queues it for
- * upload.
+ * the committer, counts and publishes the seal — at once, when called, so that
+ * registration follows seal order whichever fiber sealed — and returns the
+ * effect that queues the batches for upload.
  */
 const handOn = (deps: {
   readonly committer: Committer.Committer
@@ -319,23 +320,23 @@ const handOn = (deps: {
   readonly metrics: Metrics.Instruments
   readonly publish: (signal: SignalBus.Signal) => void
 }) =>
-(batches: ReadonlyArray<SealedBatch>, now: number): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    for (const batch of batches) {
-      deps.committer.register(batch)
-      deps.stats.batchesSealed++
-      deps.metrics.seals.add(1, { reason: batch.sealReason })
-      deps.publish({
-        _tag: "Sealed",
-        at: now,
-        reason: batch.sealReason,
-        records: batch.records,
-        bytes: batch.bytes,
-        ageMillis: now - batch.openedAt
-      })
-    }
-    return deps.uploader.submit(batches)
-  })
+(batches: ReadonlyArray<SealedBatch>, now: number): Effect.Effect<void> => {
+  if (batches.length === 0) return Effect.void
+  for (const batch of batches) {
+    deps.committer.register(batch)
+    deps.stats.batchesSealed++
+    deps.metrics.seals.add(1, { reason: batch.sealReason })
+    deps.publish({
+      _tag: "Sealed",
+      at: now,
+      reason: batch.sealReason,
+      records: batch.records,
+      bytes: batch.bytes,
+      ageMillis: now - batch.openedAt
+    })
+  }
+  return deps.uploader.submit(batches)
+}
 
 /** Forwards knob changes to the stages that enforce them, counting policy decisions. */
 const watchKnobs = (

@@ -6,10 +6,13 @@ import type { Source } from "../src/index.ts"
 import * as Admission from "../src/stage/Admission.ts"
 import * as MemoryBudget from "../src/stage/MemoryBudget.ts"
 
-/** A source that delivers `events` and then nothing, forever. */
-const scripted = (events: ReadonlyArray<Source.SourceEvent>): Source.Source => ({
+/** A source that delivers `events`, then `later` after 500 ms, then nothing, forever. */
+const scripted = (events: ReadonlyArray<Source.SourceEvent>, later: Source.SourceEvent): Source.Source => ({
   name: "t",
-  events: Stream.concat(Stream.fromIterable(events), Stream.never),
+  events: Stream.fromIterable(events).pipe(
+    Stream.concat(Stream.fromEffect(Effect.as(Effect.sleep(500), later))),
+    Stream.concat(Stream.never)
+  ),
   commit: () => Effect.void,
   pause: Effect.void,
   resume: Effect.void,
@@ -57,45 +60,48 @@ describe("Admission", () => {
     Effect.gen(function*() {
       const acked = yield* Deferred.make<void>()
       const source = scripted([
-        Record.syntheticChunk("t", 0, 0, 30, 100), // 3 000 B: admitted
-        Record.syntheticChunk("t", 1, 0, 50, 100), // 5 000 B: waits (3 000 + 5 000 + the reserve of one chunk > 10 000)
-        { _tag: "PartitionsRevoked", partitions: [1], acknowledge: Deferred.succeed(acked, undefined).pipe(Effect.asVoid) }
-      ])
+        Record.syntheticChunk("t", 0, 0, 40, 100), // 4 000 B: admitted
+        Record.syntheticChunk("t", 1, 0, 50, 100) // 5 000 B: waits (4 000 + a piece + the reserve of one chunk > 10 000)
+      ], { _tag: "PartitionsRevoked", partitions: [1], acknowledge: Deferred.succeed(acked, undefined).pipe(Effect.asVoid) })
       const sink = Memory.sink({ latencyMillis: () => 3_600_000 }) // nothing verifies for an hour
       const scope = yield* Scope.make()
       const handle = yield* Pipeline.start({ source, sink, config: { memoryBudget: 10_000, batch: { records: 1_000 } } }).pipe(
         Scope.provide(scope)
       )
-      yield* TestClock.adjust(1_000)
+      yield* TestClock.adjust(400)
+      const before = handle.stats().recordsRead
+      yield* TestClock.adjust(600)
       const done = yield* Deferred.isDone(acked)
       const stats = handle.stats()
       yield* Scope.close(scope, Exit.void)
       expect(done).toBe(true)
-      // The waiting chunk was never admitted (never charged, never read).
-      expect(stats.recordsRead).toBe(30)
-      expect(stats.inflightBytes).toBe(3_000)
+      // The chunk was waiting when the revoke came, and was never admitted (never charged, never read).
+      expect(before).toBe(40)
+      expect(stats.recordsRead).toBe(40)
+      expect(stats.inflightBytes).toBe(4_000)
     }))
 
   it.effect("a revoke of another partition is processed too while a chunk waits", () =>
     Effect.gen(function*() {
       const acked = yield* Deferred.make<void>()
       const source = scripted([
-        Record.syntheticChunk("t", 0, 0, 30, 100),
-        Record.syntheticChunk("t", 1, 0, 50, 100),
-        { _tag: "PartitionsRevoked", partitions: [0], acknowledge: Deferred.succeed(acked, undefined).pipe(Effect.asVoid) }
-      ])
+        Record.syntheticChunk("t", 0, 0, 40, 100),
+        Record.syntheticChunk("t", 1, 0, 50, 100)
+      ], { _tag: "PartitionsRevoked", partitions: [0], acknowledge: Deferred.succeed(acked, undefined).pipe(Effect.asVoid) })
       const sink = Memory.sink({ latencyMillis: () => 3_600_000 })
       const scope = yield* Scope.make()
       const handle = yield* Pipeline.start({ source, sink, config: { memoryBudget: 10_000, batch: { records: 1_000 } } }).pipe(
         Scope.provide(scope)
       )
-      yield* TestClock.adjust(1_000)
+      yield* TestClock.adjust(400)
+      const before = handle.stats().recordsRead
+      yield* TestClock.adjust(600)
       const done = yield* Deferred.isDone(acked)
       const stats = handle.stats()
       yield* Scope.close(scope, Exit.void)
       expect(done).toBe(true)
       // The waiting chunk (partition 1) is admitted once memory frees, never dropped.
-      expect(stats.recordsRead).toBeGreaterThanOrEqual(30)
+      expect(stats.recordsRead).toBeGreaterThanOrEqual(40)
     }))
 
   it.effect("zero-byte records cost budget: 200 000 tombstones under 1 MiB are not all read at once", () =>

@@ -62,7 +62,11 @@ export interface AdmissionDeps {
   readonly stats: PipelineStats
   readonly metrics: Instruments
   readonly publish: (signal: Signal) => void
-  /** Hands freshly sealed batches on (to the committer and the uploader). */
+  /**
+   * Hands freshly sealed batches on: registers them with the committer at
+   * once, when called (so registration follows seal order whatever fibers
+   * seal), and returns the effect that queues them for upload.
+   */
   readonly sealed: (batches: ReadonlyArray<SealedBatch>, now: number) => Effect.Effect<void>
   /** Revoked partitions: forget them downstream (their sealed batches are abandoned). */
   readonly revoked: (partitions: ReadonlyArray<number>) => Effect.Effect<void>
@@ -105,6 +109,19 @@ type Handed =
   | { readonly _tag: "Event"; readonly event: RecordChunk | RetentionGap; readonly epoch: number; readonly taken: Deferred.Deferred<void> }
   | { readonly _tag: "End"; readonly taken: Deferred.Deferred<void> }
 
+/** The reader's state, shared by the puller and the acceptor. */
+interface Reader {
+  readonly deps: AdmissionDeps
+  readonly gateOpen: Latch.Latch
+  readonly slot: Queue.Queue<Handed>
+  /** Revokes seen per partition (one entry per partition ever owned). */
+  readonly epochs: Map<number, number>
+  /** Largest piece a chunk is split to (a quarter of the budget). */
+  readonly maxPiece: number
+  /** Charge of the chunk the acceptor holds and has not admitted yet. */
+  pending: number
+}
+
 /**
  * Builds admission; the gate starts as the read-gate knob is now.
  *
@@ -112,135 +129,173 @@ type Handed =
  */
 export const make = (deps: AdmissionDeps): Effect.Effect<Admission> =>
   Effect.gen(function*() {
-    const gateOpen = yield* Latch.make(deps.knobs.current().readGate === "open")
-    const slot = yield* Queue.bounded<Handed>(1)
-    const { source, sealer, budget, stats } = deps
-    const maxPiece = Math.max(1, Math.floor(budget.limit / 4))
-    // Revokes seen per partition (one entry per partition ever owned): an event
-    // pulled before a revoke of its partition is stale and skipped.
-    const epochs = new Map<number, number>()
-    const epochOf = (partition: number) => epochs.get(partition) ?? 0
-
-    const sealAll = (reason: "pressure" | "drain") =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const sealed = sealer.sealAll(reason, now)
-        stats.openBytes = sealer.openBytes
-        return deps.sealed(sealed, now)
-      })
-
-    const waitWhilePaused = Effect.gen(function*() {
-      if (stats.readGate !== "paused") return
-      yield* sealAll("pressure")
-      yield* source.pause
-      yield* gateOpen.await
-      yield* source.resume
-    })
-
-    /** Waits until the chunk fits; `false` if its partition was revoked meanwhile. */
-    const waitForRoom = (charge: number, stale: () => boolean) =>
-      Effect.gen(function*() {
-        if (budget.fits(charge)) return true
-        // Full. Sealed and uploading batches free memory as they are verified;
-        // open batches do not: seal them early only when they would keep the
-        // chunk out even after everything sealed drained.
-        if (sealer.openCharge + charge + budget.reserve > budget.limit) yield* sealAll("pressure")
-        while (!budget.fits(charge)) {
-          if (stale()) return false
-          yield* budget.awaitRelease
-        }
-        return !stale()
-      })
-
-    const admit = (chunk: RecordChunk, charge: number) =>
-      Effect.gen(function*() {
-        budget.charge(charge)
-        stats.inflightBytes = budget.held
-        stats.maxInflightBytes = budget.maxHeld
-        stats.recordsRead += chunk.count
-        stats.bytesRead += chunk.bytes
-        const now = yield* Clock.currentTimeMillis
-        const sealed = sealer.append(chunk, deps.knobs.current().batchTarget, now)
-        stats.openBytes = sealer.openBytes
-        yield* deps.sealed(sealed, now)
-      }).pipe(Effect.uninterruptible)
-
-    const accept = (chunk: RecordChunk, epoch: number) =>
-      Effect.gen(function*() {
-        const stale = () => epochOf(chunk.partition) !== epoch
-        yield* waitWhilePaused
-        const charge = MemoryBudget.chargeOf(chunk)
-        if (!(yield* waitForRoom(charge, stale))) return
-        yield* admit(chunk, charge)
-      })
-
-    const onGap = (gap: RetentionGap) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        stats.retentionGapRecords += gap.lostRecords
-        deps.metrics.retentionGapRecords.add(gap.lostRecords, { partition: gap.partition })
-        // The records before the gap go in their own batch; the next batch starts
-        // at the log start and carries the gap in its manifest.
-        yield* deps.sealed(sealer.sealPartition(gap.source, gap.partition, "gap", now), now)
-        stats.openBytes = sealer.openBytes
-        sealer.recordGap(gap.source, gap.partition, { expected: gap.expected, logStart: gap.logStart, lostRecords: gap.lostRecords })
-        deps.publish({ ...gap, at: now })
-      }).pipe(Effect.uninterruptible)
-
-    const onRevoke = (event: PartitionsRevoked) =>
-      Effect.gen(function*() {
-        for (const p of event.partitions) epochs.set(p, epochOf(p) + 1)
-        const dropped = sealer.dropPartitions(source.name, event.partitions)
-        stats.openBytes = sealer.openBytes
-        yield* deps.revoked(event.partitions)
-        budget.release(dropped.charge)
-        stats.inflightBytes = budget.held
-        // Wakes the acceptor if it waits with a chunk of a revoked partition.
-        budget.poke()
-        yield* event.acknowledge
-      }).pipe(Effect.uninterruptible)
-
-    const hand = (handed: Handed) => Effect.andThen(Queue.offer(slot, handed), Deferred.await(handed.taken))
-
-    const puller = source.events.pipe(
-      Stream.runForEach((event) =>
-        event._tag === "PartitionsRevoked"
-          ? onRevoke(event)
-          : Effect.flatMap(Deferred.make<void>(), (taken) =>
-            hand({ _tag: "Event", event, epoch: epochOf(event.partition), taken }))
-      ),
-      Effect.andThen(Effect.flatMap(Deferred.make<void>(), (taken) => hand({ _tag: "End", taken })))
-    )
-
-    const acceptor = Effect.gen(function*() {
-      while (true) {
-        const handed = yield* Queue.take(slot)
-        yield* Deferred.succeed(handed.taken, undefined)
-        if (handed._tag === "End") return yield* sealAll("drain")
-        const { event, epoch } = handed
-        if (epochOf(event.partition) !== epoch) continue
-        if (event._tag === "RetentionGap") {
-          yield* onGap(event)
-          continue
-        }
-        budget.delivered(MemoryBudget.chargeOf(event))
-        if (MemoryBudget.chargeOf(event) > maxPiece && event.count > 1) {
-          for (const piece of splitToFit(event, maxPiece)) yield* accept(piece, epoch)
-        } else {
-          yield* accept(event, epoch)
-        }
-      }
-    })
-
+    const reader: Reader = {
+      deps,
+      gateOpen: yield* Latch.make(deps.knobs.current().readGate === "open"),
+      slot: yield* Queue.bounded<Handed>(1),
+      epochs: new Map(),
+      maxPiece: Math.max(1, Math.floor(deps.budget.limit / 4)),
+      pending: 0
+    }
     return {
-      read: Effect.asVoid(Effect.all([puller, acceptor], { concurrency: 2 })),
-      sealAll,
+      read: Effect.asVoid(Effect.all([puller(reader), acceptor(reader)], { concurrency: 2 })),
+      sealAll: (reason) => sealAll(reader, reason),
       setGate: (gate) =>
         Effect.suspend(() => {
-          stats.readGate = gate
-          return Effect.asVoid(gate === "open" ? gateOpen.open : gateOpen.close)
+          deps.stats.readGate = gate
+          return Effect.asVoid(gate === "open" ? reader.gateOpen.open : reader.gateOpen.close)
         })
     }
   })
+
+const epochOf = (reader: Reader, partition: number): number => reader.epochs.get(partition) ?? 0
+
+const sealAll = (reader: Reader, reason: "pressure" | "drain") =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const { sealer, stats } = reader.deps
+    const submit = reader.deps.sealed(sealer.sealAll(reason, now), now)
+    stats.openBytes = sealer.openBytes
+    return submit
+  })
+
+/**
+ * The puller: revokes at once; every other event handed to the acceptor, one
+ * at a time. It pulls the next event only while the bytes held plus the part
+ * of the acceptor's chunk not yet admitted fit the budget, so that what the
+ * source handed over never exceeds the budget by more than the chunk pulled.
+ */
+const puller = (reader: Reader): Effect.Effect<void, SourceError> =>
+  reader.deps.source.events.pipe(
+    Stream.runForEach((event) =>
+      event._tag === "PartitionsRevoked"
+        ? onRevoke(reader, event)
+        : Effect.flatMap(Deferred.make<void>(), (taken) =>
+          hand(reader, { _tag: "Event", event, epoch: epochOf(reader, event.partition), taken })).pipe(
+            Effect.andThen(awaitLookahead(reader))
+          )
+    ),
+    Effect.andThen(Effect.flatMap(Deferred.make<void>(), (taken) => hand(reader, { _tag: "End", taken })))
+  )
+
+const hand = (reader: Reader, handed: Handed) => Effect.andThen(Queue.offer(reader.slot, handed), Deferred.await(handed.taken))
+
+const awaitLookahead = (reader: Reader) =>
+  Effect.gen(function*() {
+    const { budget, sealer } = reader.deps
+    let sealed = false
+    while (budget.held + reader.pending > budget.limit) {
+      // Only an admitted record larger than the budget gets here with the
+      // acceptor idle: seal it so that it can be uploaded and released.
+      if (reader.pending === 0 && !sealed && sealer.openCharge > 0) {
+        sealed = true
+        yield* sealAll(reader, "pressure")
+      }
+      yield* budget.awaitRelease
+    }
+  })
+
+/** The acceptor: takes what the puller hands over and admits it. */
+const acceptor = (reader: Reader): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    while (true) {
+      const handed = yield* Queue.take(reader.slot)
+      reader.pending = handed._tag === "Event" && handed.event._tag === "RecordChunk" ? MemoryBudget.chargeOf(handed.event) : 0
+      yield* Deferred.succeed(handed.taken, undefined)
+      if (handed._tag === "End") return yield* sealAll(reader, "drain")
+      const { event, epoch } = handed
+      if (epochOf(reader, event.partition) === epoch) {
+        if (event._tag === "RetentionGap") yield* onGap(reader, event)
+        else yield* acceptChunk(reader, event, epoch)
+      }
+      reader.pending = 0
+      reader.deps.budget.poke()
+    }
+  })
+
+/** Admits a chunk, split into pieces of at most a quarter of the budget. */
+const acceptChunk = (reader: Reader, chunk: RecordChunk, epoch: number) =>
+  Effect.gen(function*() {
+    const charge = MemoryBudget.chargeOf(chunk)
+    reader.deps.budget.delivered(charge)
+    const pieces = charge > reader.maxPiece && chunk.count > 1 ? splitToFit(chunk, reader.maxPiece) : [chunk]
+    const stale = () => epochOf(reader, chunk.partition) !== epoch
+    for (const piece of pieces) {
+      yield* waitWhilePaused(reader)
+      const pieceCharge = MemoryBudget.chargeOf(piece)
+      if (!(yield* waitForRoom(reader, pieceCharge, stale))) return
+      yield* admit(reader, piece, pieceCharge)
+    }
+  })
+
+const waitWhilePaused = (reader: Reader) =>
+  Effect.gen(function*() {
+    const { stats, source } = reader.deps
+    if (stats.readGate !== "paused") return
+    yield* sealAll(reader, "pressure")
+    yield* source.pause
+    yield* reader.gateOpen.await
+    yield* source.resume
+  })
+
+/** Waits until the piece fits; `false` if its partition was revoked meanwhile. */
+const waitForRoom = (reader: Reader, charge: number, stale: () => boolean) =>
+  Effect.gen(function*() {
+    const { budget, sealer } = reader.deps
+    if (budget.fits(charge)) return !stale()
+    // Full. Sealed and uploading batches free memory as they are verified;
+    // open batches do not: seal them early only when they would keep the
+    // piece out even after everything sealed drained.
+    if (sealer.openCharge + charge + budget.reserve > budget.limit) yield* sealAll(reader, "pressure")
+    while (!budget.fits(charge)) {
+      if (stale()) return false
+      yield* budget.awaitRelease
+    }
+    return !stale()
+  })
+
+const admit = (reader: Reader, chunk: RecordChunk, charge: number) =>
+  Effect.gen(function*() {
+    const { budget, sealer, stats, knobs } = reader.deps
+    budget.charge(charge)
+    reader.pending = Math.max(0, reader.pending - charge)
+    stats.inflightBytes = budget.held
+    stats.maxInflightBytes = budget.maxHeld
+    stats.recordsRead += chunk.count
+    stats.bytesRead += chunk.bytes
+    const now = yield* Clock.currentTimeMillis
+    const submit = reader.deps.sealed(sealer.append(chunk, knobs.current().batchTarget, now), now)
+    stats.openBytes = sealer.openBytes
+    yield* submit
+  }).pipe(Effect.uninterruptible)
+
+const onGap = (reader: Reader, gap: RetentionGap) =>
+  Effect.gen(function*() {
+    const { sealer, stats, metrics } = reader.deps
+    const now = yield* Clock.currentTimeMillis
+    stats.retentionGapRecords += gap.lostRecords
+    metrics.retentionGapRecords.add(gap.lostRecords, { partition: gap.partition })
+    // The records before the gap go in their own batch; the next batch starts
+    // at the log start and carries the gap in its manifest.
+    const submit = reader.deps.sealed(sealer.sealPartition(gap.source, gap.partition, "gap", now), now)
+    stats.openBytes = sealer.openBytes
+    sealer.recordGap(gap.source, gap.partition, { expected: gap.expected, logStart: gap.logStart, lostRecords: gap.lostRecords })
+    reader.deps.publish({ ...gap, at: now })
+    yield* submit
+  }).pipe(Effect.uninterruptible)
+
+const onRevoke = (reader: Reader, event: PartitionsRevoked) =>
+  Effect.gen(function*() {
+    const { budget, sealer, stats, source } = reader.deps
+    for (const p of event.partitions) reader.epochs.set(p, epochOf(reader, p) + 1)
+    const dropped = sealer.dropPartitions(source.name, event.partitions)
+    stats.openBytes = sealer.openBytes
+    yield* reader.deps.revoked(event.partitions)
+    budget.release(dropped.charge)
+    stats.inflightBytes = budget.held
+    // Wakes the acceptor if it waits with a chunk of a revoked partition.
+    budget.poke()
+    yield* event.acknowledge
+  }).pipe(Effect.uninterruptible)
 
 /**
  * Splits a chunk into pieces charged at most `maxCharge` (a single record

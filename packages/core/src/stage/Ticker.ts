@@ -39,7 +39,7 @@ export interface TickerDeps {
   readonly stats: PipelineStats
   readonly metrics: Instruments
   readonly publish: (signal: Signal) => void
-  /** Hands batches sealed on age on. */
+  /** Hands batches sealed on age on (registers them when called; see `Admission`). */
   readonly sealed: (batches: ReadonlyArray<SealedBatch>, now: number) => Effect.Effect<void>
   /** Refreshes clock-derived stats before they are recorded (e.g. the oldest uncommitted age). */
   readonly refresh: (now: number) => void
@@ -88,8 +88,9 @@ const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>) =>
     const { stats, metrics } = deps
     const now = yield* Clock.currentTimeMillis
     const values = deps.knobs.current()
-    yield* deps.sealed(deps.sealer.sealExpired(now, values.batchTarget.maxAgeMillis), now)
+    const submit = deps.sealed(deps.sealer.sealExpired(now, values.batchTarget.maxAgeMillis), now)
     stats.openBytes = deps.sealer.openBytes
+    yield* submit
     deps.refresh(now)
     let totalLag = 0
     for (const [partition, records] of lag) {

@@ -248,36 +248,10 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
       })
 
     const onFailed = (failed: UploadState, error: SinkFailure | VerificationFailed) =>
-      Effect.gen(function*() {
-        const failure = Failure.classify(error)
-        const now = yield* Clock.currentTimeMillis
-        const next = retried(failed, error, failure.code, now)
-        const context: RetryPolicy.RetryContext = {
-          key: failed.batch.key,
-          firstFailureAt: next.firstFailureAt ?? now,
-          now,
-          sameCode: next.sameCode
-        }
-        const spent = RetryPolicy.exhausted(deps.budget, failure, failed.attempt, context)
-        const delay = spent === undefined ? deps.retry.delayMillis(failure, failed.attempt, context) : undefined
-        if (delay === undefined) {
-          Batch.releaseBody(failed.batch)
-          return yield* deps.failCause(Cause.fail(batchFailed(failed, failure, error, spent)))
-        }
-        stats.retries++
+      Effect.flatMap(decide(deps, failed, error), (decision) => {
+        if (decision._tag === "GiveUp") return deps.failCause(Cause.fail(decision.error))
         stats.queued++
-        deps.metrics.retries.add(1, { class: failure.failureClass, code: failure.code, stage: failed.stage })
-        yield* Effect.logWarning("sluice: retrying a failed batch").pipe(
-          Effect.annotateLogs({
-            batch: failed.batch.key,
-            stage: failed.stage,
-            failureClass: failure.failureClass,
-            code: failure.code,
-            attempt: failed.attempt,
-            delayMillis: delay
-          })
-        )
-        yield* Effect.sleep(delay).pipe(Effect.andThen(Queue.offer(queue, next)), Effect.forkIn(deps.scope))
+        return Effect.sleep(decision.delayMillis).pipe(Effect.andThen(Queue.offer(queue, decision.next)), Effect.forkIn(deps.scope), Effect.asVoid)
       })
 
     const process = (state: UploadState) =>
@@ -385,6 +359,50 @@ const logHeld = (deps: UploaderDeps, batch: SealedBatch) =>
       maxVerifiedAhead: deps.maxVerifiedAhead
     })
   )
+
+/**
+ * The retry decision after a failed attempt: give up (the budget is spent, or
+ * the policy says so) with the `BatchFailed` to end the run, or retry after a
+ * delay — logged and counted.
+ */
+const decide = (
+  deps: UploaderDeps,
+  failed: UploadState,
+  error: SinkFailure | VerificationFailed
+): Effect.Effect<
+  | { readonly _tag: "GiveUp"; readonly error: BatchFailed }
+  | { readonly _tag: "Retry"; readonly delayMillis: number; readonly next: UploadState }
+> =>
+  Effect.gen(function*() {
+    const failure = Failure.classify(error)
+    const now = yield* Clock.currentTimeMillis
+    const next = retried(failed, error, failure.code, now)
+    const context: RetryPolicy.RetryContext = {
+      key: failed.batch.key,
+      firstFailureAt: next.firstFailureAt ?? now,
+      now,
+      sameCode: next.sameCode
+    }
+    const spent = RetryPolicy.exhausted(deps.budget, failure, failed.attempt, context)
+    const delay = spent === undefined ? deps.retry.delayMillis(failure, failed.attempt, context) : undefined
+    if (delay === undefined) {
+      Batch.releaseBody(failed.batch)
+      return { _tag: "GiveUp", error: batchFailed(failed, failure, error, spent) } as const
+    }
+    deps.stats.retries++
+    deps.metrics.retries.add(1, { class: failure.failureClass, code: failure.code, stage: failed.stage })
+    yield* Effect.logWarning("sluice: retrying a failed batch").pipe(
+      Effect.annotateLogs({
+        batch: failed.batch.key,
+        stage: failed.stage,
+        failureClass: failure.failureClass,
+        code: failure.code,
+        attempt: failed.attempt,
+        delayMillis: delay
+      })
+    )
+    return { _tag: "Retry", delayMillis: delay, next } as const
+  })
 
 /**
  * Runs the stages of one attempt from `state.stage`. Fails with the error and

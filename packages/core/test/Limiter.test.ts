@@ -1,0 +1,117 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, Exit, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { Failure, Knob, Memory, Metrics, Pipeline } from "../src/index.ts"
+import type { SignalBus } from "../src/index.ts"
+import * as Limiter from "../src/stage/Limiter.ts"
+import * as Stats from "../src/stage/Stats.ts"
+
+const knobsOf = (values: Partial<Knob.KnobValues>) => {
+  let current: Knob.KnobValues = {
+    concurrency: 2,
+    batchTarget: { records: 1, bytes: 1, maxAgeMillis: 1 },
+    readGate: "open",
+    rate: null,
+    ...values
+  }
+  return { current: () => current, set: (next: Partial<Knob.KnobValues>) => void (current = { ...current, ...next }) }
+}
+
+const setup = (values: Partial<Knob.KnobValues>) =>
+  Effect.gen(function*() {
+    const knobs = knobsOf(values)
+    const stats = Stats.make("open")
+    const signals: Array<SignalBus.Signal> = []
+    const limiter = yield* Limiter.make({ knobs, stats, metrics: Metrics.make(), publish: (s) => void signals.push(s) })
+    return { knobs, stats, signals, limiter }
+  })
+
+const throttled = new Failure.SinkFailure({
+  failureClass: "Throttled",
+  code: "SlowDown",
+  status: 503,
+  stage: "object_upload",
+  retryAfterMillis: undefined,
+  message: "slow down"
+})
+
+describe("Limiter (alone)", () => {
+  it.effect("the gate bounds permits held; a shrink lets holders finish and admits no one until below the new limit", () =>
+    Effect.gen(function*() {
+      const { limiter, stats } = yield* setup({ concurrency: 3 })
+      for (let i = 0; i < 3; i++) yield* limiter.acquire
+      const fourth = yield* Effect.forkChild(limiter.acquire)
+      yield* TestClock.adjust(1)
+      expect(fourth.pollUnsafe()).toBeUndefined()
+      expect(stats.uploading).toBe(3)
+      yield* limiter.resize(1)
+      yield* limiter.release
+      yield* limiter.release
+      yield* TestClock.adjust(1)
+      expect(fourth.pollUnsafe()).toBeUndefined() // 1 held, limit 1
+      yield* limiter.release
+      yield* Fiber.join(fourth)
+      expect(limiter.inflight()).toBe(1)
+    }))
+
+  it.effect("the rate spaces acquisitions at 1000 / rate ms and never exceeds it", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* setup({ concurrency: 100, rate: 10 })
+      const starts: Array<number> = []
+      const fiber = yield* Effect.forkChild(Effect.forEach(Array.from({ length: 20 }), () =>
+        Effect.andThen(limiter.acquire, Effect.flatMap(Clock.currentTimeMillis, (t) => Effect.sync(() => void starts.push(t))))))
+      for (let t = 0; t < 3_000; t += 10) yield* TestClock.adjust(10)
+      yield* Fiber.join(fiber)
+      expect(starts.length).toBe(20)
+      for (let i = 1; i < starts.length; i++) expect((starts[i] ?? 0) - (starts[i - 1] ?? 0)).toBeGreaterThanOrEqual(100)
+    }))
+
+  it.effect("attributes every sample: success → UploadSample, throttle → dropped, other failures → ignored; counted", () =>
+    Effect.gen(function*() {
+      const { limiter, signals, stats } = yield* setup({ concurrency: 4 })
+      yield* limiter.acquire
+      const ok = yield* Effect.forkChild(limiter.measure("object_upload", 1_000, 1, Effect.as(Effect.sleep(25), "ok")))
+      yield* TestClock.adjust(25)
+      expect(yield* Fiber.join(ok)).toBe("ok")
+      const failed = yield* Effect.exit(limiter.measure("verify", 0, 2, Effect.fail(throttled)))
+      const transient = new Failure.SinkFailure({
+        failureClass: "Transient",
+        code: "InternalError",
+        status: 500,
+        stage: "verify",
+        retryAfterMillis: undefined,
+        message: "internal error"
+      })
+      yield* Effect.exit(limiter.measure("verify", 0, 2, Effect.fail(transient)))
+      expect(Exit.isFailure(failed)).toBe(true)
+      expect(signals.map((s) => s._tag)).toEqual(["UploadSample", "Failure", "Failure"])
+      const sample = signals[0]
+      expect(sample?._tag === "UploadSample" && sample).toMatchObject({ latencyMillis: 25, bytes: 1_000, inflightAtStart: 1, limitAtStart: 4 })
+      expect(stats).toMatchObject({ requests: 3, failures: 2, throttles: 1 })
+      expect(Limiter.attribute(undefined)).toBe("success")
+      expect(Limiter.attribute(Failure.classify(throttled))).toBe("dropped")
+      expect(Limiter.attribute(Failure.classify(transient))).toBe("ignored")
+    }))
+
+  it.effect("through the pipeline: a configured 10/s stays at most 10/s when a policy proposes 20/s", () =>
+    Effect.gen(function*() {
+      const eager = Layer.effectDiscard(Effect.gen(function*() {
+        const knobs = yield* Knob.Knobs
+        yield* knobs.propose("eager", { rate: 20 })
+      }))
+      const source = Memory.source({ name: "t", partitions: 4, records: 500, recordBytes: 16 })
+      const starts: Array<number> = []
+      const memory = Memory.sink()
+      const sink = {
+        ...memory,
+        putObject: (batch: Parameters<typeof memory.putObject>[0]) =>
+          Effect.flatMap(Clock.currentTimeMillis, (t) => (starts.push(t), memory.putObject(batch)))
+      }
+      const fiber = yield* Effect.forkChild(Pipeline.run({ source, sink, config: { rate: 10, batch: { records: 50 } }, policies: eager }))
+      for (let t = 0; t < 10_000 && fiber.pollUnsafe() === undefined; t += 10) yield* TestClock.adjust(10)
+      const exit = yield* Fiber.await(fiber)
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(starts.length).toBe(40)
+      for (let i = 1; i < starts.length; i++) expect((starts[i] ?? 0) - (starts[i - 1] ?? 0)).toBeGreaterThanOrEqual(100)
+    }))
+})
