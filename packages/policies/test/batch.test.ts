@@ -51,7 +51,58 @@ const drive = (c: AdaptiveBatch.AdaptiveBatchConfig, a: number, bPerMiB: number,
   return { s, target, series }
 }
 
+/**
+ * Memory, not the store, bounds the uploads: the budget is full of sealed and
+ * uploading batches while fewer run than the concurrency limit allows. Every
+ * 100 ms: an object upload of the target (latency `a + b·bytes`, or `queue` ×
+ * that when the store queues), its manifest and verification (`a`, × `queue`),
+ * the limit in force (`Tick`) and bytes held.
+ */
+const memoryBound = (c: AdaptiveBatch.AdaptiveBatchConfig, options: { readonly limit: number; readonly uploading: number; readonly queue?: (t: number) => number; readonly until: number }) => {
+  let s = AdaptiveBatch.policy.init(c)
+  let target = s.target
+  const budget = 1024 * MiB
+  for (let t = 0; t < options.until; t += 100) {
+    const q = options.queue?.(t) ?? 1
+    const signals: Array<SignalBus.Signal> = [
+      sample(t, (80 + (160 * target) / MiB) * q, { bytes: target }),
+      sample(t, 80 * q, { stage: "manifest_upload", bytes: 0 }),
+      sample(t, 80 * q, { stage: "verify", bytes: 0 }),
+      { _tag: "Tick", at: t, knobs: { concurrency: options.limit, batchTarget: { records: 1_000_000, bytes: target, maxAgeMillis: 5_000 }, readGate: "open", rate: null } },
+      { _tag: "Inflight", at: t + 1, batches: options.uploading, bytes: 0.95 * budget, openBytes: 0.1 * budget, budgetBytes: budget }
+    ]
+    for (const signal of signals) {
+      const r = AdaptiveBatch.policy.step(s, signal, signal.at)
+      s = r.state
+      if (r.proposal?.batchTarget?.bytes !== undefined) target = r.proposal.batchTarget.bytes
+    }
+  }
+  return target
+}
+
 describe("AdaptiveBatch", () => {
+  it("memory-bound: shrinks toward the size that lets the concurrency limit fit in memory", () => {
+    // A store 10× slower (80 ms + 6.4 MiB/s): per-request overhead would grow
+    // the target, but 1 GiB holds only ~50 uploads of 16 MiB while the limit
+    // allows 100 — smaller objects let more of them run (wide-slowdown-10x,
+    // slow-store-20x-knee-up: 0.52 → 0.93 of the oracle inside the slowdown).
+    const target = memoryBound(config({ initialBytes: "16 MiB" }), { limit: 100, uploading: 50, until: 20_000 })
+    // budget × (0.9 − open share 0.1) / 100 ≈ 8.2 MiB
+    expect(target).toBeLessThanOrEqual(9 * MiB)
+    expect(target).toBeGreaterThanOrEqual(7 * MiB)
+  })
+
+  it("memory-bound but the limit is in use, or the store queues: does not shrink (the shrinking-window trap)", () => {
+    // Every upload the limit allows runs: memory is not what bounds them.
+    expect(memoryBound(config({ initialBytes: "16 MiB" }), { limit: 50, uploading: 50, until: 20_000 })).toBeGreaterThanOrEqual(16 * MiB)
+    // The store queues (latency 2× its minimum of the last 3 windows): more
+    // uploads would only wait longer. Unqueued, the same 7.5 s shrink it twice.
+    const queue = (t: number) => (t < 1_000 ? 1 : 2)
+    expect(memoryBound(config({ initialBytes: "16 MiB" }), { limit: 100, uploading: 50, queue, until: 7_500 })).toBeGreaterThanOrEqual(16 * MiB)
+    expect(memoryBound(config({ initialBytes: "16 MiB" }), { limit: 100, uploading: 50, until: 7_500 })).toBeLessThan(10 * MiB)
+  })
+
+
   it("fits latency ≈ a + b·bytes", () => {
     let f = AdaptiveBatch.emptyFit
     for (const bytes of [1, 2, 4, 8, 16].map((m) => m * MiB)) f = AdaptiveBatch.addSample(f, bytes, 40 + (15 * bytes) / MiB, 1)

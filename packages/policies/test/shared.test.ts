@@ -37,6 +37,25 @@ describe("SharedPressure", () => {
     expect(gates(starved)).toEqual([[0, "open"], [100, "paused"]])
   })
 
+  it("does not pause when sealed and uploading batches already hold the low-water share (a store that got slower: memory bounds the uploads)", () => {
+    // The concurrency limit (256 × 50 bytes) is far above what the budget
+    // (1000) holds: with 700 sealed/uploading the uploads are memory-bound. A
+    // pause would drain them to the low-water mark (500) before reading again
+    // — fewer uploads in flight, not more (wide-slowdown-10x: ~60 → ~35).
+    const held = (at: number, bytes: number, openBytes: number) => ({ ...inflight(at, bytes), openBytes })
+    const memoryBound = Policy.replay(SharedPressure.policy, config(), [
+      [sample(50, 40, { bytes: 50, limitAtStart: 256, inflightAtStart: 14 }), 50],
+      [held(100, 900, 200), 100]
+    ])
+    expect(gates(memoryBound)).toEqual([[0, "open"]])
+    // Open batches hold most of it (400 sealed/uploading < 500): pause and seal.
+    const starved = Policy.replay(SharedPressure.policy, config(), [
+      [sample(50, 40, { bytes: 50, limitAtStart: 256, inflightAtStart: 8 }), 50],
+      [held(100, 900, 500), 100]
+    ])
+    expect(gates(starved)).toEqual([[0, "open"], [100, "paused"]])
+  })
+
   it("floor: re-opens after maxPause while uploads progress", () => {
     const r = Policy.replay(SharedPressure.policy, config({ maxPauseMillis: 1_000 }), [
       [inflight(100, 900), 100],

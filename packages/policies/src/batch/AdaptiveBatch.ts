@@ -17,6 +17,15 @@
  *   budget at some point of the window: the target times the number of open
  *   batches does not fit in memory, so batches would be sealed by pressure
  *   (early, small, all at once) rather than on fill;
+ * - **shrink** (×`1/growth`, not below `budget × (memoryBoundAt − open share) /
+ *   limit`) when the window was **memory-bound** — bytes held ≥ `memoryBoundAt`
+ *   of the budget while fewer uploads ran than the concurrency limit allows —
+ *   and the store does not queue (bodiless latency within 1.5× of its minimum
+ *   over the last 3 windows): memory, not the store, bounds the uploads, and
+ *   with per-request latency `a + b·s` a memory-bound pipeline moves `M / (a +
+ *   b·s)`, more with smaller objects, up to the size at which the limit fits
+ *   (a store 10× slower needs ~50 uploads of 16 MiB where 1 GiB holds ~50;
+ *   growing objects for per-request overhead then lengthened every upload);
  * - **grow** (×`growth`) while overhead > `growAbove · b · target` — bigger
  *   objects buy throughput per request slot almost for free (also when the fit
  *   is not determined because every batch had the same size: growing creates the
@@ -68,6 +77,7 @@ import * as Fields from "../internal/Fields.ts"
  * | `forgetting` | 0.97 | 0.5 – 1 | weight kept by older samples, per sample |
  * | `records` | 1 000 000 | ≥ 1 | record target (high: seal on bytes) |
  * | `maxAgeMillis` | 0 | ≥ 0 | staleness bound; 0 = the pipeline's `batch.maxAge` |
+ * | `memoryBoundAt` | 0.9 | 0 – 1 | a window is **memory-bound** when, in most of its `Inflight` signals, bytes held were ≥ this share of the budget while fewer uploads ran than the concurrency limit allows |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | at the floor without pressure this long: restore |
  * | `restore` | true | | the restore probe; false disables it (`withoutProbe`, the ablation) |
  *
@@ -83,6 +93,7 @@ export const AdaptiveBatchConfig = Schema.Struct({
   growAbove: Fields.number(0.1, { minimum: 0, maximum: 10 }),
   shrinkBelow: Fields.number(0.02, { minimum: 0, maximum: 10 }),
   openShrinkAt: Fields.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
+  memoryBoundAt: Fields.number(0.9, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
   windowMillis: Fields.millis("2 seconds"),
   minSamples: Fields.int(4, 1),
   forgetting: Fields.number(0.97, { minimum: 0.5, maximum: 1 }),
@@ -199,14 +210,23 @@ export interface AdaptiveBatchState {
   readonly fill: number
   /** Highest share of the budget held by open batches in the current window. */
   readonly openPeak: number
+  /** The concurrency limit in force (from `Tick`; 0 until known). */
+  readonly limit: number
+  /** Minimum latency of a bodiless request (manifest, verify) in each of the last windows (newest last). */
+  readonly bodilessMins: ReadonlyArray<number>
+  /** `Inflight` signals in the window, and those that found the pipeline memory-bound. */
+  readonly inflightSignals: number
+  readonly boundSignals: number
   /** Since when the target has sat at the floor (`Infinity`: not at the floor). */
   readonly atFloorSince: number
   readonly proposed: number
 }
 
+const budgetOf = (s: AdaptiveBatchState): number => (s.config.budgetBytes > 0 ? s.config.budgetBytes : s.budgetBytes)
+
 const ceilingOf = (s: AdaptiveBatchState): number => {
   const c = s.config
-  const budget = c.budgetBytes > 0 ? c.budgetBytes : s.budgetBytes
+  const budget = budgetOf(s)
   const share = budget > 0 ? Math.floor(budget * c.memoryShare) : c.maxObjectBytes
   return Math.max(c.minBytes, Math.min(c.maxObjectBytes, share))
 }
@@ -220,6 +240,22 @@ const ceilingOf = (s: AdaptiveBatchState): number => {
 export const overheadMillis = (s: AdaptiveBatchState, a: number): number => Math.max(0, a) + s.manifestMillis + s.verifyMillis
 
 const EWMA = 0.1
+
+/** Windows over which the bodiless minimum is taken (the no-load per-request latency, recent enough to follow a store that got slower). */
+const QUEUE_WINDOWS = 3
+/** Mean bodiless latency above this multiple of the recent minimum: the store queues our requests. */
+const QUEUEING = 1.5
+
+/**
+ * The store queues: the mean bodiless latency is well above the recent
+ * minimum. More uploads would then only wait longer — memory is not what
+ * bounds them, the store is — so a memory-bound window does not shrink.
+ */
+const queueing = (s: AdaptiveBatchState): boolean => {
+  const min = Math.min(...s.bodilessMins)
+  const mean = s.manifestMillis > 0 && s.verifyMillis > 0 ? (s.manifestMillis + s.verifyMillis) / 2 : 0
+  return Number.isFinite(min) && mean > QUEUEING * min
+}
 
 /**
  * `{ a, b }` for the decision. When manifests and verifications were sampled,
@@ -237,9 +273,24 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   const c = s.config
   const ceiling = ceilingOf(s)
   const clamp = (v: number) => Math.round(Math.min(ceiling, Math.max(c.minBytes, v)))
-  const next = { ...s, windowStart: now, windowSamples: 0, openPeak: 0 }
+  const next = {
+    ...s,
+    windowStart: now,
+    windowSamples: 0,
+    openPeak: 0,
+    inflightSignals: 0,
+    boundSignals: 0,
+    bodilessMins: [...s.bodilessMins.slice(-(QUEUE_WINDOWS - 1)), Infinity]
+  }
   // Open batches do not fit in memory: they would be sealed by pressure.
   if (s.openPeak >= c.openShrinkAt) return { ...next, mode: "shrinking", target: clamp(s.target / c.growth) }
+  // Memory, not the store, bounds the uploads: smaller objects let more of
+  // them run — down to what lets the concurrency limit fit in memory.
+  if (s.inflightSignals > 0 && s.boundSignals * 2 >= s.inflightSignals && !queueing(s)) {
+    const fits = (budgetOf(s) * Math.max(0, c.memoryBoundAt - s.openPeak)) / Math.max(1, s.limit)
+    const target = clamp(Math.max(s.target / c.growth, fits))
+    return { ...next, mode: target < s.target ? "shrinking" : "holding", target: Math.min(s.target, target) }
+  }
   // Restore probe: at the floor for `restoreAfterMillis`, and a whole window
   // without open-batch pressure (decided per window: a window's peak, not one
   // signal, says the pressure is gone — checked on every signal, it fired
@@ -316,6 +367,10 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
     budgetBytes: 0,
     fill: 0,
     openPeak: 0,
+    limit: 0,
+    bodilessMins: [Infinity],
+    inflightSignals: 0,
+    boundSignals: 0,
     atFloorSince: Infinity,
     proposed: config.initialBytes
   }),
@@ -338,18 +393,24 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
           windowSamples: s.windowSamples + 1
         }
       } else if (signal.stage === "manifest_upload") {
-        next = { ...s, manifestMillis: ewma(s.manifestMillis, signal.latencyMillis) }
+        next = { ...s, manifestMillis: ewma(s.manifestMillis, signal.latencyMillis), bodilessMins: lowest(s.bodilessMins, signal.latencyMillis) }
       } else if (signal.stage === "verify") {
-        next = { ...s, verifyMillis: ewma(s.verifyMillis, signal.latencyMillis) }
+        next = { ...s, verifyMillis: ewma(s.verifyMillis, signal.latencyMillis), bodilessMins: lowest(s.bodilessMins, signal.latencyMillis) }
       }
     } else if (signal._tag === "Inflight") {
       const budget = s.config.budgetBytes > 0 ? s.config.budgetBytes : signal.budgetBytes
+      const fill = budget > 0 ? signal.bytes / budget : 0
+      const bound = fill >= s.config.memoryBoundAt && s.limit > 0 && signal.batches < s.limit
       next = {
         ...s,
         budgetBytes: signal.budgetBytes,
-        fill: budget > 0 ? signal.bytes / budget : 0,
-        openPeak: Math.max(s.openPeak, budget > 0 ? signal.openBytes / budget : 0)
+        fill,
+        openPeak: Math.max(s.openPeak, budget > 0 ? signal.openBytes / budget : 0),
+        inflightSignals: s.inflightSignals + 1,
+        boundSignals: s.boundSignals + (bound ? 1 : 0)
       }
+    } else if (signal._tag === "Tick") {
+      next = { ...s, limit: signal.knobs.concurrency }
     }
     if (next.windowStart === -Infinity) next = { ...next, windowStart: now }
     else if (now - next.windowStart >= Math.max(1, next.config.windowMillis)) next = decide(next, now)
@@ -359,6 +420,9 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
       : { state: { ...next, proposed: next.target }, proposal: { batchTarget: { bytes: next.target } } }
   }
 }
+
+const lowest = (mins: ReadonlyArray<number>, value: number): ReadonlyArray<number> =>
+  [...mins.slice(0, -1), Math.min(mins.at(-1) ?? Infinity, value)]
 
 const ewma = (previous: number, sample: number): number => (previous === 0 ? sample : previous + EWMA * (sample - previous))
 
