@@ -73,13 +73,22 @@ describe("Uploader stage machine", () => {
           return n <= 2 ? failure("Throttled", "SlowDown", "object_upload") : undefined
         }
       })
+      const batches = new Map<string, Batch.SealedBatch>()
+      let heldUntilVerify = 0
       const sink: Sink.Sink = {
         ...memory,
         putObject: (batch) => {
           const seen = bodies.get(batch.key) ?? new Set()
           seen.add(Batch.encodeBody(batch))
           bodies.set(batch.key, seen)
+          batches.set(batch.key, batch)
           return memory.putObject(batch)
+        },
+        verify: (receipt) => {
+          // Stored: the body was released right after the put (encoding again builds a new one).
+          const batch = batches.get(receipt.key)
+          if (batch !== undefined && bodies.get(receipt.key)?.has(Batch.encodeBody(batch)) === true) heldUntilVerify++
+          return memory.verify(receipt)
         }
       }
       const source = Memory.source({ name: "t", partitions: 2, records: 500, recordBytes: 16 })
@@ -87,6 +96,7 @@ describe("Uploader stage machine", () => {
       expect(Exit.isSuccess(exit)).toBe(true)
       expect([...tries.values()].every((n) => n === 3)).toBe(true)
       expect([...bodies.values()].every((set) => set.size === 1)).toBe(true)
+      expect(heldUntilVerify).toBe(0)
     }))
 })
 
