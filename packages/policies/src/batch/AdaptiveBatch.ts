@@ -20,7 +20,7 @@
  * - **shrink** (×`1/growth`, not below `budget × (memoryBoundAt − open share) /
  *   limit`) when the window was **memory-bound** — bytes held ≥ `memoryBoundAt`
  *   of the budget while fewer uploads ran than the concurrency limit allows —
- *   and the store does not queue (bodiless latency within 1.5× of its minimum
+ *   and the store does not queue (bodiless latency within 1.2× of its minimum
  *   over the last 3 windows): memory, not the store, bounds the uploads, and
  *   with per-request latency `a + b·s` a memory-bound pipeline moves `M / (a +
  *   b·s)`, more with smaller objects, up to the size at which the limit fits
@@ -244,7 +244,7 @@ const EWMA = 0.1
 /** Windows over which the bodiless minimum is taken (the no-load per-request latency, recent enough to follow a store that got slower). */
 const QUEUE_WINDOWS = 3
 /** Mean bodiless latency above this multiple of the recent minimum: the store queues our requests. */
-const QUEUEING = 1.5
+const QUEUEING = 1.2
 
 /**
  * The store queues: the mean bodiless latency is well above the recent
