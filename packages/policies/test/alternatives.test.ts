@@ -60,3 +60,17 @@ for (const [name, policy, decode] of cores) {
     })
   })
 }
+
+describe("vegas: throttles", () => {
+  it("cuts once per round: N throttles of requests that began before the cut are one cut, not N (issue 10)", () => {
+    const c = Schema.decodeUnknownSync(Vegas.VegasConfig)({ initial: 20 })
+    // Five throttles of one round: all five requests began at 900, before any cut.
+    const storm = [1, 2, 3, 4, 5].map((i) => [failure(1_000 + i, "Throttled", { startedAt: 900, limitAtStart: 20 }), 1_000 + i] as const)
+    const { proposals } = Policy.replay(Vegas.policy, c, storm)
+    // One cut of log10(20) = 1: 20 → 19 (it was 20 → 15).
+    expect(proposals.map(([, p]) => p.concurrency)).toEqual([20, 19])
+    // A throttle of a request begun after the cut is a new round: it cuts again.
+    const next = Policy.replay(Vegas.policy, c, [...storm, [failure(2_000, "Throttled", { startedAt: 1_500, limitAtStart: 19 }), 2_000]])
+    expect(next.proposals.at(-1)?.[1].concurrency).toBe(18)
+  })
+})

@@ -11,7 +11,7 @@
  * queue < 3·log      → limit + log
  * queue > 6·log      → limit − log
  * otherwise          → hold
- * throttle (drop)    → limit − log
+ * throttle (drop)    → limit − log, once per round
  * ```
  *
  * with no growth while `inflightAtStart · 2 < limit` (idle limits do not
@@ -90,6 +90,8 @@ export interface VegasState {
   readonly noLoad: number
   readonly probe: Probe.ProbeState
   readonly proposed: number
+  /** When the last throttle cut happened: a throttle of a request begun before it is the same round. */
+  readonly lastCutAt: number
 }
 
 const clamp = (c: VegasConfig, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
@@ -155,7 +157,8 @@ export const policy: Policy.Policy<VegasConfig, VegasState> = {
     limit: config.initial,
     noLoad: Infinity,
     probe: Probe.init(config.probe),
-    proposed: config.initial
+    proposed: config.initial,
+    lastCutAt: -Infinity
   }),
   initial: (s) => ({ concurrency: s.proposed }),
   step: (s, signal, now) => {
@@ -169,10 +172,13 @@ export const policy: Policy.Policy<VegasConfig, VegasState> = {
       } else {
         next = update(next, value, signal.inflightAtStart, false)
       }
-    } else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") {
+    } else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled" && signal.startedAt >= next.lastCutAt) {
+      // One cut per round (a drop in Netflix's Vegas): throttles of requests
+      // that began before the last cut measured the old limit — five of one
+      // round cut 20 → 15 before.
       next = next.mode === "probing"
-        ? { ...next, probe: { ...next.probe, saved: clamp(c, next.probe.saved - log10(next.probe.saved)) } }
-        : update(next, 0, signal.inflightAtStart, true)
+        ? { ...next, lastCutAt: now, probe: { ...next.probe, saved: clamp(c, next.probe.saved - log10(next.probe.saved)) } }
+        : { ...update(next, 0, signal.inflightAtStart, true), lastCutAt: now }
     }
     const current = next
     next = Probe.advance<VegasState>(c.probe, c.floor, { ...current, probing: current.mode === "probing" }, now, {
