@@ -20,7 +20,7 @@ describe("Classify", () => {
     ["ECONNRESET", Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }), "Transient"],
     ["TimeoutError", { name: "TimeoutError" }, "Transient"],
     ["BadDigest 400", { name: "BadDigest", $metadata: { httpStatusCode: 400 } }, "Fatal"],
-    ["BadDigest even on 500", { name: "BadDigest", $metadata: { httpStatusCode: 500 } }, "Fatal"],
+    ["ChecksumMismatch even on 500", { name: "ChecksumMismatch", $metadata: { httpStatusCode: 500 } }, "Fatal"],
     ["XAmzContentSHA256Mismatch", { name: "XAmzContentSHA256Mismatch", $metadata: { httpStatusCode: 400 } }, "Fatal"],
     ["VerificationFailed ChecksumMismatch", { _tag: "VerificationFailed", reason: "ChecksumMismatch" }, "Fatal"],
     ["403 AccessDenied", { name: "AccessDenied", $metadata: { httpStatusCode: 403 } }, "Fatal"],
@@ -205,6 +205,42 @@ describe("Throttle", () => {
     expect(retry.delayMillis(throttled, 3)).toBe(d3)
     const limited = Throttle.retryPolicy(config({ maxAttempts: 3 }))
     expect(limited.delayMillis(throttled, 3)).toBeUndefined()
+  })
+
+  it("retries within a stated budget — attempts and time since the batch first failed — then gives up (issue 10)", () => {
+    const retry = Throttle.retryPolicy(config())
+    const transient = { failureClass: "Transient", code: "InternalError", status: 500, stage: "object_upload", retryAfterMillis: undefined } as const
+    const context = (now: number, sameCode = 1) => ({ key: "sim/p=00001/a.rec", firstFailureAt: 0, now, sameCode })
+    // Within the budget: retried.
+    expect(retry.delayMillis(transient, 10, context(60_000))).toBeGreaterThan(0)
+    // 15 minutes of failures for one batch: given up (the core's default budget).
+    expect(retry.delayMillis(transient, 10, context(15 * 60_000))).toBeUndefined()
+    // 100 attempts: given up, however fast they failed.
+    expect(retry.delayMillis(transient, 100, context(1_000))).toBeUndefined()
+    // Connection refused three times in a row: the store is unreachable.
+    const refused = { ...transient, code: "ECONNREFUSED", status: undefined }
+    expect(retry.delayMillis(refused, 3, context(1_000, 3))).toBeUndefined()
+    // A budget of its own.
+    const short = Throttle.retryPolicy(config({ maxAttempts: 5, maxElapsedMillis: "1 minute" }))
+    expect(short.delayMillis(transient, 2, context(61_000))).toBeUndefined()
+    expect(short.delayMillis(transient, 5, context(1_000))).toBeUndefined()
+  })
+
+  it("jitters per batch: two batches throttled on the same attempt do not retry at the same instant (issue 10)", () => {
+    const retry = Throttle.retryPolicy(config())
+    const throttled = { failureClass: "Throttled", code: "SlowDown", status: 503, stage: "object_upload", retryAfterMillis: undefined } as const
+    const delays = Array.from({ length: 20 }, (_, i) =>
+      retry.delayMillis(throttled, 3, { key: `sim/p=${String(i).padStart(5, "0")}/0-99.rec`, firstFailureAt: 0, now: 1_000, sameCode: 1 })
+    )
+    // 20 batches: (nearly) all different, all within equal jitter of the 2 s backoff.
+    expect(new Set(delays).size).toBeGreaterThanOrEqual(18)
+    for (const d of delays) {
+      expect(d).toBeGreaterThanOrEqual(1_000)
+      expect(d).toBeLessThanOrEqual(2_000)
+    }
+    // Deterministic: the same batch and attempt, the same delay.
+    const again = retry.delayMillis(throttled, 3, { key: "sim/p=00000/0-99.rec", firstFailureAt: 0, now: 9_999, sameCode: 1 })
+    expect(again).toBe(delays[0])
   })
 })
 

@@ -50,11 +50,12 @@ type Proposal = Knob.Proposal
  * | `retryBaseMillis` | 100 | ≥ 0 | first retry delay of a transient failure |
  * | `throttleRetryBaseMillis` | 500 | ≥ 0 | first retry delay of a throttle |
  * | `retryMaxMillis` | 20 s | ≥ 0 | longest backoff (Retry-After may be longer) |
- * | `maxAttempts` | 0 | ≥ 0 | give up after this many attempts; 0 = retry while running |
+ * | `maxAttempts` | 100 | ≥ 1 | give up after this many attempts of one batch (the core's default budget) |
+ * | `maxElapsedMillis` | 15 min | ≥ 0 | give up once one batch has been failing this long (the core's default budget) |
  * | `clearSamples` | 3 | ≥ 1 | successes in a row from above the episode's throttle level that restore early (the storm has cleared) |
  * | `probeAboveAfter` | 72 | ≥ 1 | successes at the level just below the episode's throttle level before growing above it again |
  * | `restore` | true | | the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+step` per round above the throttled level and the rate limit is never released |
- * | `seed` | 7 | int | seed of the retry jitter |
+ * | `seed` | 7 | int | seed of the retry jitter when the pipeline gives no batch key |
  *
  * @since 0.1.0
  */
@@ -72,7 +73,8 @@ export const ThrottleConfig = Schema.Struct({
   retryBaseMillis: Fields.millis(100),
   throttleRetryBaseMillis: Fields.millis(500),
   retryMaxMillis: Fields.millis("20 seconds"),
-  maxAttempts: Fields.int(0, 0),
+  maxAttempts: Fields.int(RetryPolicy.defaultBudget.maxAttempts, 1),
+  maxElapsedMillis: Fields.millis(RetryPolicy.defaultBudget.maxElapsedMillis),
   clearSamples: Fields.int(3, 1),
   probeAboveAfter: Fields.int(72, 1),
   restore: Fields.boolean(true),
@@ -297,9 +299,15 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState> = {
  * - `Fatal`: never retried (`undefined`).
  * - `Throttled`: exponential from `throttleRetryBaseMillis`; `Transient`: from
  *   `retryBaseMillis`; both capped at `retryMaxMillis`, with deterministic
- *   "equal jitter" (half fixed, half from a PRNG seeded by `seed`, the code
- *   and the attempt), and never shorter than Retry-After.
- * - `maxAttempts > 0`: give up after that many attempts.
+ *   "equal jitter" — half the backoff fixed, half drawn from the **batch key**
+ *   and the attempt (`RetryPolicy.jitter`), so batches throttled on the same
+ *   attempt do not retry at the same instant — and never shorter than
+ *   Retry-After. Without a context from the pipeline the draw comes from
+ *   `seed`, the code and the attempt.
+ * - A stated **budget**, the shape of the core's (`RetryPolicy.bounded`):
+ *   `maxAttempts` attempts of one batch, `maxElapsedMillis` since its first
+ *   failure, or 3 consecutive "unreachable" codes (connection refused, DNS);
+ *   then `undefined` (the pipeline fails with `BatchFailed`).
  *
  * **Example**
  *
@@ -307,21 +315,28 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState> = {
  * import { Schema } from "effect"
  * import { Throttle } from "@sluice/policies"
  *
- * const retry = Throttle.retryPolicy(Schema.decodeUnknownSync(Throttle.ThrottleConfig)({}))
+ * const retry = Throttle.retryPolicy(Schema.decodeUnknownSync(Throttle.ThrottleConfig)({ maxElapsedMillis: "5 minutes" }))
+ * const throttled = { failureClass: "Throttled", code: "SlowDown", status: 503, stage: "object_upload", retryAfterMillis: undefined } as const
+ * retry.delayMillis(throttled, 1, { key: "t/p=00000/0-99.rec", firstFailureAt: 0, now: 0, sameCode: 1 }) // 250–500 ms
  * ```
  *
  * @since 0.1.0
  */
-export const retryPolicy = (c: ThrottleConfig): RetryPolicy.RetryPolicy => ({
-  delayMillis: (failure: Failure.ClassifiedFailure, attempt: number) => {
-    if (failure.failureClass === "Fatal") return undefined
-    if (c.maxAttempts > 0 && attempt >= c.maxAttempts) return undefined
-    const base = failure.failureClass === "Throttled" ? c.throttleRetryBaseMillis : c.retryBaseMillis
-    const backoff = Math.min(c.retryMaxMillis, base * 2 ** Math.max(0, attempt - 1))
-    const [u] = Rng.next((c.seed ^ hash(failure.code) ^ Math.imul(attempt, 0x9e3779b1)) >>> 0)
-    return Math.max(Math.round(backoff / 2 + (backoff / 2) * u), failure.retryAfterMillis ?? 0)
-  }
-})
+export const retryPolicy = (c: ThrottleConfig): RetryPolicy.RetryPolicy =>
+  RetryPolicy.bounded(
+    {
+      delayMillis: (failure: Failure.ClassifiedFailure, attempt: number, context?: RetryPolicy.RetryContext) => {
+        if (failure.failureClass === "Fatal") return undefined
+        const base = failure.failureClass === "Throttled" ? c.throttleRetryBaseMillis : c.retryBaseMillis
+        const backoff = Math.min(c.retryMaxMillis, base * 2 ** Math.max(0, attempt - 1))
+        const u = context === undefined
+          ? Rng.next((c.seed ^ hash(failure.code) ^ Math.imul(attempt, 0x9e3779b1)) >>> 0)[0]
+          : RetryPolicy.jitter(context.key, attempt)
+        return Math.max(Math.round(backoff / 2 + (backoff / 2) * u), failure.retryAfterMillis ?? 0)
+      }
+    },
+    { ...RetryPolicy.defaultBudget, maxAttempts: c.maxAttempts, maxElapsedMillis: c.maxElapsedMillis }
+  )
 
 const hash = (text: string): number => {
   let h = 0x811c9dc5
