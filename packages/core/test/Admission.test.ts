@@ -100,6 +100,7 @@ describe("Admission", () => {
       const stats = handle.stats()
       yield* Scope.close(scope, Exit.void)
       expect(done).toBe(true)
+      expect(before).toBe(40)
       // The waiting chunk (partition 1) is admitted once memory frees, never dropped.
       expect(stats.recordsRead).toBeGreaterThanOrEqual(40)
     }))

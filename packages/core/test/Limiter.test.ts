@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, Layer } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { Failure, Knob, Memory, Metrics, Pipeline } from "../src/index.ts"
 import type { SignalBus } from "../src/index.ts"
@@ -39,19 +39,23 @@ describe("Limiter (alone)", () => {
   it.effect("the gate bounds permits held; a shrink lets holders finish and admits no one until below the new limit", () =>
     Effect.gen(function*() {
       const { limiter, stats } = yield* setup({ concurrency: 3 })
-      for (let i = 0; i < 3; i++) yield* limiter.acquire
+      const done = [yield* Deferred.make<void>(), yield* Deferred.make<void>(), yield* Deferred.make<void>()]
+      for (const d of done) {
+        yield* limiter.acquire
+        yield* Effect.forkChild(limiter.holding(Deferred.await(d)))
+      }
       const fourth = yield* Effect.forkChild(limiter.acquire)
       yield* TestClock.adjust(1)
       expect(fourth.pollUnsafe()).toBeUndefined()
       expect(stats.uploading).toBe(3)
       yield* limiter.resize(1)
-      yield* limiter.release
-      yield* limiter.release
+      for (const d of done.slice(0, 2)) yield* Deferred.succeed(d, undefined)
       yield* TestClock.adjust(1)
-      expect(fourth.pollUnsafe()).toBeUndefined() // 1 held, limit 1
-      yield* limiter.release
+      expect(stats.uploading).toBe(1)
+      expect(fourth.pollUnsafe()).toBeUndefined() // 1 held, limit 1: the shrink let holders finish
+      yield* Deferred.succeed(done[2] as Deferred.Deferred<void>, undefined)
       yield* Fiber.join(fourth)
-      expect(limiter.inflight()).toBe(1)
+      expect(limiter.inflight()).toBe(0)
     }))
 
   it.effect("the rate spaces acquisitions at 1000 / rate ms and never exceeds it", () =>
@@ -70,7 +74,7 @@ describe("Limiter (alone)", () => {
     Effect.gen(function*() {
       const { limiter, signals, stats } = yield* setup({ concurrency: 4 })
       yield* limiter.acquire
-      const ok = yield* Effect.forkChild(limiter.measure("object_upload", 1_000, 1, Effect.as(Effect.sleep(25), "ok")))
+      const ok = yield* Effect.forkChild(limiter.holding(limiter.measure("object_upload", 1_000, 1, Effect.as(Effect.sleep(25), "ok"))))
       yield* TestClock.adjust(25)
       expect(yield* Fiber.join(ok)).toBe("ok")
       const failed = yield* Effect.exit(limiter.measure("verify", 0, 2, Effect.fail(throttled)))

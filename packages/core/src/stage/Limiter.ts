@@ -78,9 +78,9 @@ export interface LimiterDeps {
  *
  * **When to use**
  *
- * The uploader `acquire`s a permit per batch attempt, runs each sink request
- * through `measure`, and `release`s the permit when the attempt ends. The
- * knob watcher calls `resize`.
+ * The uploader `acquire`s a permit per batch attempt, runs the attempt
+ * `holding` it (each sink request through `measure`); the permit returns when
+ * the attempt ends. The knob watcher calls `resize`.
  *
  * **Example**
  *
@@ -94,8 +94,7 @@ export interface LimiterDeps {
  * const program = Effect.gen(function*() {
  *   const limiter = yield* Limiter.make(deps)
  *   yield* limiter.acquire
- *   const result = yield* limiter.measure("object_upload", 1024, 1, request).pipe(Effect.ensuring(limiter.release))
- *   return result
+ *   return yield* limiter.holding(limiter.measure("object_upload", 1024, 1, request))
  * })
  * ```
  *
@@ -104,8 +103,11 @@ export interface LimiterDeps {
 export interface Limiter {
   /** Waits for the rate, then for a permit. */
   readonly acquire: Effect.Effect<void>
-  /** Returns the permit taken by `acquire`. */
-  readonly release: Effect.Effect<void>
+  /**
+   * Runs one attempt holding the permit taken by `acquire`: it counts as
+   * uploading while it runs, and the permit returns when it ends (however).
+   */
+  readonly holding: <A, E, R>(attempt: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Resizes the gate (concurrency knob). */
   readonly resize: (permits: number) => Effect.Effect<void>
   /**
@@ -141,19 +143,21 @@ const fromGate = (gate: SemaphoreT.Semaphore, deps: LimiterDeps): Limiter => {
     nextStart = at + 1000 / rate
     if (at > now) yield* Effect.sleep(at - now)
   })
-  const acquire = rateWait.pipe(
-    Effect.andThen(gate.take(1)),
-    Effect.andThen(Effect.sync(() => {
-      stats.uploading++
-    }))
-  )
-  const release = Effect.suspend(() => {
-    stats.uploading--
-    return Effect.asVoid(gate.release(1))
-  })
+  const acquire = Effect.andThen(rateWait, gate.take(1))
   return {
     acquire,
-    release,
+    holding: (attempt) =>
+      Effect.suspend(() => {
+        // Counted as uploading from the moment the attempt runs (not when its
+        // permit was taken): the policies' `inflightAtStart` is read this way.
+        stats.uploading++
+        return attempt
+      }).pipe(
+        Effect.ensuring(Effect.suspend(() => {
+          stats.uploading--
+          return gate.release(1)
+        }))
+      ),
     resize: (permits) => gate.resize(permits),
     measure: (stage, bytes, attempt, request) => measured(deps, stage, bytes, attempt, request),
     inflight: () => stats.uploading

@@ -255,8 +255,7 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
       })
 
     const process = (state: UploadState) =>
-      runStages(deps, state).pipe(
-        Effect.ensuring(deps.limiter.release),
+      deps.limiter.holding(runStages(deps, state)).pipe(
         Effect.matchEffect({
           onSuccess: () => onVerified(state.batch),
           onFailure: ({ error, state: failed }) => onFailed(failed, error)
