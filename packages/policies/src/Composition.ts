@@ -24,11 +24,15 @@ import * as Vegas from "./vegas/Vegas.ts"
 export type Policies<E = Config.ConfigError> = Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
 
 /**
- * Config of {@link defaults}: one optional (plain data) config per policy.
+ * Config of {@link defaults} (and {@link classic}): one optional (plain data)
+ * config per policy.
  *
  * @since 0.1.0
  */
 export interface DefaultsConfig {
+  /** The delivery-rate policy's config ({@link defaults}). */
+  readonly deliveryRate?: unknown
+  /** AIMD's config ({@link classic}). */
   readonly aimd?: unknown
   readonly throttle?: unknown
   readonly shared?: unknown
@@ -52,19 +56,26 @@ export interface CompositionOptions {
 const layerOptions = (options: CompositionOptions): Policy.LayerOptions => ({ probe: options.probes !== false })
 
 /**
- * The default policies: AIMD + throttle classifier + shared pressure + adaptive
- * batch.
+ * The default policies: delivery rate + throttle classifier + shared pressure
+ * + adaptive batch.
  *
  * **When to use**
  *
  * Unless you know better: this is what `default` means in `sluice-sim`.
+ *
+ * **Details**
+ *
+ * The delivery-rate policy replaced AIMD here (0.2.0): a store that gets
+ * slower is not congestion, and AIMD cut concurrency exactly when more uploads
+ * were needed (see the README, "Why the composition lost on slow stores").
+ * {@link classic} is the previous default.
  *
  * **Example**
  *
  * ```ts
  * import { Composition } from "@sluice/policies"
  *
- * const policies = Composition.defaults({ aimd: { ceiling: 64 } })
+ * const policies = Composition.defaults({ deliveryRate: { ceiling: 128 } })
  * // Pipeline.start({ source, sink, policies })
  * const ablated = Composition.defaults({}, { probes: false }) // every probe disabled
  * ```
@@ -72,6 +83,35 @@ const layerOptions = (options: CompositionOptions): Policy.LayerOptions => ({ pr
  * @since 0.1.0
  */
 export const defaults = (config: DefaultsConfig = {}, options: CompositionOptions = {}): Policies => {
+  const o = layerOptions(options)
+  return Layer.mergeAll(
+    DeliveryRate.layer(config.deliveryRate ?? {}, o),
+    Throttle.layer(config.throttle ?? {}, o),
+    SharedPressure.layer(config.shared ?? {}, o),
+    AdaptiveBatch.layer(config.batch ?? {}, o)
+  )
+}
+
+/**
+ * The previous default: AIMD + throttle classifier + shared pressure +
+ * adaptive batch (`classic` in composition strings).
+ *
+ * **When to use**
+ *
+ * To compare with {@link defaults}, or on stores whose latency only moves with
+ * our own load.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Composition } from "@sluice/policies"
+ *
+ * const policies = Composition.classic({ aimd: { ceiling: 64 } })
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const classic = (config: DefaultsConfig = {}, options: CompositionOptions = {}): Policies => {
   const o = layerOptions(options)
   return Layer.mergeAll(
     Aimd.layer(config.aimd ?? {}, o),
@@ -86,7 +126,7 @@ export const defaults = (config: DefaultsConfig = {}, options: CompositionOption
  *
  * @since 0.1.0
  */
-export const names = ["default", "fixed", "aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas"] as const
+export const names = ["default", "classic", "fixed", "aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas"] as const
 
 /**
  * @since 0.1.0
@@ -117,6 +157,8 @@ const one = (spec: string, part: string, options: CompositionOptions): Result.Re
   switch (part) {
     case "default":
       return Result.succeed(defaults({}, options))
+    case "classic":
+      return Result.succeed(classic({}, options))
     case "aimd":
       return Result.succeed(Aimd.layer({}, o))
     case "deliveryrate":
@@ -174,7 +216,9 @@ export const parseResult = (spec: string, options: CompositionOptions = {}): Res
 
 /**
  * Parses a composition string — `fixed:N`, `aimd`, `deliveryrate`, `throttle`, `shared`,
- * `batch`, `gradient2`, `vegas` joined with `+`, or `default` — into the
+ * `batch`, `gradient2`, `vegas` joined with `+`, or `default`
+ * (`deliveryrate+throttle+shared+batch`) or `classic`
+ * (`aimd+throttle+shared+batch`) — into the
  * policies' layer, each with its default config.
  *
  * **Details**

@@ -20,7 +20,7 @@ const knobsAfter = <E>(policies: Layer.Layer<never, E, SignalBus.SignalBus | Kno
 
 describe("Composition", () => {
   it("lists its names", () => {
-    expect(Composition.names).toEqual(["default", "fixed", "aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas"])
+    expect(Composition.names).toEqual(["default", "classic", "fixed", "aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas"])
   })
 
   it.effect("parses fixed:N", () =>
@@ -35,16 +35,21 @@ describe("Composition", () => {
       expect(values.concurrency).toBe(4)
     }))
 
-  it.effect("default builds AIMD + throttle + shared + batch", () =>
+  it.effect("default builds delivery rate + throttle + shared + batch (classic: AIMD in its place)", () =>
     Effect.gen(function*() {
       const values = yield* knobsAfter(Composition.parse("default"))
       expect(values.concurrency).toBe(8)
       expect(values.batchTarget.records).toBe(1_000_000)
       expect(values.readGate).toBe("open")
+      // Told apart by their configs: a DeliveryRate field is accepted by default only.
+      const dr = yield* Effect.exit(knobsAfter(Composition.defaults({ deliveryRate: { initial: 5 } })))
+      expect(Exit.isSuccess(dr) && dr.value.concurrency).toBe(5)
+      const aimd = yield* Effect.exit(knobsAfter(Composition.classic({ aimd: { initial: 6 } })))
+      expect(Exit.isSuccess(aimd) && aimd.value.concurrency).toBe(6)
     }))
 
   it("every name parses", () => {
-    for (const spec of ["aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas", "default", "fixed:8", "aimd+throttle+shared+batch"]) {
+    for (const spec of ["aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas", "default", "classic", "fixed:8", "aimd+throttle+shared+batch"]) {
       expect(Result.isSuccess(Composition.parseResult(spec))).toBe(true)
     }
   })
@@ -60,13 +65,16 @@ describe("Composition", () => {
 
   it.effect("bad config fails the layer with a ConfigError naming the field", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(knobsAfter(Composition.defaults({ aimd: { beta: 3 } })))
-      expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/beta/)
+      const exit = yield* Effect.exit(knobsAfter(Composition.defaults({ deliveryRate: { upGain: 9 } })))
+      expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/upGain/)
+      const classic = yield* Effect.exit(knobsAfter(Composition.classic({ aimd: { beta: 3 } })))
+      expect(Exit.isFailure(classic) && String(classic.cause)).toMatch(/beta/)
     }))
 })
 
 // The ablation of the default composition, in the simulated pipeline: built
 // with every probe disabled ({ probes: false }) it does not get back to 90 % of
-// the oracle within 60 s of the storm (AIMD stays at its floor against the
-// store that came back slower); as declared it does (22 s, seed 42).
+// the oracle within 60 s of the storm (the delivery-rate policy neither
+// re-learns the slower store's latency nor probes above the bound the storm
+// left); as declared it does.
 conformanceLayer("default composition", (options) => Composition.defaults({}, { probes: options.probe !== false }), { floor: 1, ceiling: 256 })
