@@ -17,7 +17,7 @@ const dirs = [
   join(import.meta.dirname, "../scenarios")
 ]
 const files = dirs.flatMap((dir) => readdirSync(dir).filter((f) => f.endsWith(".json")).sort().map((f) => join(dir, f)))
-const specs = ["default", "aimd", "throttle", "shared", "batch", "gradient2", "vegas", "fixed:8"]
+const specs = ["default", "classic", "aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas", "fixed:8"]
 
 /** Concurrency at the knee, batches as large as the budget allows at that concurrency. */
 const greedy = (scenario: Scenario.Scenario) => {
