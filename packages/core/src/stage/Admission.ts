@@ -171,7 +171,7 @@ const puller = (reader: Reader): Effect.Effect<void, SourceError> =>
         ? onRevoke(reader, event)
         : Effect.flatMap(Deferred.make<void>(), (taken) =>
           hand(reader, { _tag: "Event", event, epoch: epochOf(reader, event.partition), taken })).pipe(
-            Effect.andThen(awaitLookahead(reader))
+            Effect.andThen(Effect.suspend(() => awaitLookahead(reader)))
           )
     ),
     Effect.andThen(Effect.flatMap(Deferred.make<void>(), (taken) => hand(reader, { _tag: "End", taken })))
@@ -179,8 +179,8 @@ const puller = (reader: Reader): Effect.Effect<void, SourceError> =>
 
 const hand = (reader: Reader, handed: Handed) => Effect.andThen(Queue.offer(reader.slot, handed), Deferred.await(handed.taken))
 
-const awaitLookahead = (reader: Reader) =>
-  Effect.gen(function*() {
+const awaitLookahead = (reader: Reader): Effect.Effect<void> =>
+  reader.deps.budget.held + reader.pending <= reader.deps.budget.limit ? Effect.void : Effect.gen(function*() {
     const { budget, sealer } = reader.deps
     let sealed = false
     while (budget.held + reader.pending > budget.limit) {
@@ -227,10 +227,9 @@ const acceptChunk = (reader: Reader, chunk: RecordChunk, epoch: number) =>
     }
   })
 
-const waitWhilePaused = (reader: Reader) =>
-  Effect.gen(function*() {
-    const { stats, source } = reader.deps
-    if (stats.readGate !== "paused") return
+const waitWhilePaused = (reader: Reader): Effect.Effect<void> =>
+  reader.deps.stats.readGate !== "paused" ? Effect.void : Effect.gen(function*() {
+    const { source } = reader.deps
     yield* sealAll(reader, "pressure")
     yield* source.pause
     yield* reader.gateOpen.await
@@ -238,10 +237,9 @@ const waitWhilePaused = (reader: Reader) =>
   })
 
 /** Waits until the piece fits; `false` if its partition was revoked meanwhile. */
-const waitForRoom = (reader: Reader, charge: number, stale: () => boolean) =>
-  Effect.gen(function*() {
+const waitForRoom = (reader: Reader, charge: number, stale: () => boolean): Effect.Effect<boolean> =>
+  reader.deps.budget.fits(charge) ? Effect.succeed(!stale()) : Effect.gen(function*() {
     const { budget, sealer } = reader.deps
-    if (budget.fits(charge)) return !stale()
     // Full. Sealed and uploading batches free memory as they are verified;
     // open batches do not: seal them early only when they would keep the
     // piece out even after everything sealed drained.
