@@ -5,8 +5,8 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Fiber, Stream } from "effect"
-import type { Layer } from "effect"
+import { Clock, Effect, Fiber, References, Stream } from "effect"
+import type { Layer, LogLevel } from "effect"
 import { TestClock } from "effect/testing"
 import { Pipeline } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
@@ -51,6 +51,13 @@ export interface RunOptions<E = never> {
   readonly floors?: Floors | undefined
   /** Sample period, virtual ms (default 100). */
   readonly sampleMillis?: number | undefined
+  /**
+   * The lowest level of the pipeline's log lines that are printed (default
+   * `"Error"`): a simulated throttle storm retries thousands of batches, and
+   * each retry is logged at `Warn`, which would drown a matrix's output. The
+   * summary and the trace count retries and throttles instead.
+   */
+  readonly logLevel?: LogLevel.LogLevel | undefined
 }
 
 /**
@@ -135,7 +142,10 @@ export const run = <E = never>(
   scenario: Scenario,
   options: RunOptions<E> = {}
 ): Effect.Effect<RunResult, Config.ConfigError | E> =>
-  Effect.scoped(runScoped(scenario, options)).pipe(Effect.provide(TestClock.layer({ warningDelay: "1 hour" })))
+  Effect.scoped(runScoped(scenario, options)).pipe(
+    Effect.provide(TestClock.layer({ warningDelay: "1 hour" })),
+    Effect.provideService(References.MinimumLogLevel, options.logLevel ?? "Error")
+  )
 
 const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
   Effect.gen(function*() {
