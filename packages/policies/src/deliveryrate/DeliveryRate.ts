@@ -598,7 +598,7 @@ const onThrottle = (s: DeliveryRateState, f: SignalBus.FailureSignal, now: numbe
 /**
  * The throttle episode is over — `CLEAR_SAMPLES` requests in a row, begun
  * after the last throttle with more in flight than the lowest level
- * throttled, succeeded: the bound the episode set is lifted and in-flight goes
+ * throttled, succeeded, and neither this round nor the last saw a throttle: the bound the episode set is lifted and in-flight goes
  * straight back to what it was before the episode (BBR restores the
  * congestion window it had before loss recovery, `prior_cwnd`), held there
  * until the rate filter has measured it (it may have forgotten it during a
@@ -607,7 +607,10 @@ const onThrottle = (s: DeliveryRateState, f: SignalBus.FailureSignal, now: numbe
 const clearedAbove = (s: DeliveryRateState, sample: SignalBus.UploadSample): DeliveryRateState => {
   if (s.throttledAt === Infinity || sample.startedAt < s.lastThrottleAt || sample.inflightAtStart <= s.throttledAt) return s
   const clear = s.clear + 1
-  if (clear < CLEAR_SAMPLES) return { ...s, clear }
+  // …and a whole round without a throttle: in a storm that throttles half the
+  // requests above its level, three successes in a row happen by chance, and
+  // a restore mid-storm bursts into it (seed 21 of the storm proof: 17 in flight).
+  if (clear < CLEAR_SAMPLES || s.round.throttled || s.lastRound.throttled) return { ...s, clear }
   return { ...s, clear: 0, throttledAt: Infinity, inflightHi: Infinity, restoreFloor: s.priorInflight }
 }
 
