@@ -131,7 +131,21 @@ export { DrainTimedOut } from "./stage/Drain.ts"
 export type PipelineError = SourceError | BatchFailed | ConfigError | PolicyFailed | DrainTimedOut
 
 /**
- * What `start` returns.
+ * What `start` returns: live stats, the knobs and the bus, the run's end, and
+ * a graceful `drain`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Pipeline } from "@sluice/core"
+ * declare const handle: Pipeline.PipelineHandle
+ *
+ * // On SIGTERM: stop reading, finish what is in flight, commit; give up after 30 s.
+ * const onSigterm = handle.drain("30 seconds").pipe(
+ *   Effect.tap((stats) => Effect.log(`drained: ${stats.recordsCommitted} records committed`))
+ * )
+ * ```
  *
  * @since 0.1.0
  */

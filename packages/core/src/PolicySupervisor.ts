@@ -45,6 +45,24 @@ export class PolicyFailed extends Schema.TaggedError<PolicyFailed>()("PolicyFail
  * What a supervisor offers: `report` a policy's failure, and `failed`, which
  * waits for the first one.
  *
+ * **When to use**
+ *
+ * To supervise policies outside `Pipeline.start` (which builds its own): build
+ * one with {@link make}, provide it as {@link PolicySupervisor}, watch `failed`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PolicySupervisor } from "@sluice/core"
+ *
+ * const watch = Effect.gen(function*() {
+ *   const supervisor = yield* PolicySupervisor.make
+ *   const failed = yield* supervisor.failed // waits for the first policy failure
+ *   yield* Effect.logError(`${failed.policy}: ${failed.message}`)
+ * })
+ * ```
+ *
  * @since 0.2.0
  */
 export interface Supervisor {
@@ -92,6 +110,19 @@ export const PolicySupervisor = Context.Reference<Supervisor>("@sluice/core/Poli
 /**
  * Builds a supervisor backed by a `Deferred`: the first report completes
  * `failed`; later reports are ignored (the run is already ending).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Cause, Effect } from "effect"
+ * import { PolicySupervisor } from "@sluice/core"
+ *
+ * const program = Effect.gen(function*() {
+ *   const supervisor = yield* PolicySupervisor.make
+ *   yield* supervisor.report("aimd", Cause.die(new Error("step threw")))
+ *   return (yield* supervisor.failed).policy // "aimd"
+ * })
+ * ```
  *
  * @since 0.2.0
  */

@@ -22,6 +22,19 @@ import type { ClassifiedFailure } from "./Failure.ts"
 /**
  * What the pipeline knows about the batch being retried.
  *
+ * **Example**
+ *
+ * ```ts
+ * import { RetryPolicy } from "@sluice/core"
+ *
+ * // A policy that backs off longer for a batch that has failed for a minute.
+ * const patient: RetryPolicy.RetryPolicy = {
+ *   delayMillis: (failure, attempt, context) =>
+ *     failure.failureClass === "Fatal" ? undefined
+ *       : context !== undefined && context.now - context.firstFailureAt > 60_000 ? 10_000 : 100 * attempt
+ * }
+ * ```
+ *
  * @since 0.2.0
  */
 export interface RetryContext {
@@ -49,7 +62,17 @@ export interface RetryPolicy {
 }
 
 /**
- * When to stop retrying one batch, whatever the policy says.
+ * When to stop retrying one batch, whatever the policy says. The pipeline's
+ * budget comes from its config (`retry.maxAttempts`, `retry.maxElapsed`,
+ * `retry.unreachableAttempts`) with {@link defaultBudget}'s codes.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { RetryPolicy } from "@sluice/core"
+ *
+ * const oneHour: RetryPolicy.RetryBudget = { ...RetryPolicy.defaultBudget, maxElapsedMillis: 3_600_000 }
+ * ```
  *
  * @since 0.2.0
  */
@@ -207,6 +230,15 @@ export const exponential = (options: {
  * The default delays: `exponential({ baseMillis: 100, maxMillis: 30_000,
  * jitter: true })`. The pipeline's retry budget bounds it (and every other
  * policy); {@link bounded} bounds it outside a pipeline.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { RetryPolicy } from "@sluice/core"
+ *
+ * const slowDown = { failureClass: "Throttled", code: "SlowDown", status: 503, stage: "object_upload", retryAfterMillis: undefined } as const
+ * RetryPolicy.standard.delayMillis(slowDown, 3, { key: "k", firstFailureAt: 0, now: 0, sameCode: 3 }) // 200..400 ms, fixed for key "k"
+ * ```
  *
  * @since 0.2.0
  */

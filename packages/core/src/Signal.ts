@@ -178,6 +178,15 @@ export class SignalBus extends Context.Service<SignalBus, {
  * Signals a subscriber that fell behind needs only the latest of: periodic
  * snapshots, each superseding the one before.
  *
+ * **Example**
+ *
+ * ```ts
+ * import { SignalBus } from "@sluice/core"
+ *
+ * SignalBus.coalescing.has("Tick") // true
+ * SignalBus.coalescing.has("Failure") // false: every failure is kept
+ * ```
+ *
  * @since 0.2.0
  */
 export const coalescing: ReadonlySet<Signal["_tag"]> = new Set(["Tick", "Inflight", "Lag"])
@@ -244,6 +253,19 @@ export const makeWith = (options: { readonly capacity?: number | undefined } = {
 /**
  * Builds a signal bus with the default capacity per subscriber (see
  * {@link makeWith}).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { SignalBus } from "@sluice/core"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const bus = yield* SignalBus.make
+ *   const signals = yield* bus.subscribe
+ *   bus.publishUnsafe({ _tag: "Lag", at: 0, lag: new Map([[0, 10]]), totalRecords: 10 })
+ * }))
+ * ```
  *
  * @since 0.1.0
  */

@@ -28,6 +28,15 @@ import type { PipelineStats } from "./Stats.ts"
  * A batch a drain gave up on: sealed, not committed (whether or not it was
  * verified, its records are read again after a restart).
  *
+ * **Example**
+ *
+ * ```ts
+ * import type { Pipeline } from "@sluice/core"
+ * declare const timedOut: Pipeline.DrainTimedOut
+ *
+ * const firstLost = new Map(timedOut.abandoned.map((b) => [b.partition, b.firstOffset] as const))
+ * ```
+ *
  * @since 0.2.0
  */
 export const AbandonedBatch = Schema.Struct({

@@ -78,7 +78,18 @@ export const chargeOf = (chunk: RecordChunk): number =>
   (chunk.offsets !== undefined ? chunk.count * OFFSET_BYTES : 0)
 
 /**
- * What a sealed batch costs: the sum of its chunks' charges.
+ * What a sealed batch costs: the sum of its chunks' charges — what is
+ * released when it is verified or dropped.
+ *
+ * **Example**
+ *
+ * ```ts
+ * // inside packages/core/src
+ * import { Batch } from "./index.ts"
+ * import * as MemoryBudget from "./stage/MemoryBudget.ts"
+ *
+ * MemoryBudget.chargeOfBatch(Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads: [new Uint8Array(10)] })) // 218
+ * ```
  *
  * @since 0.2.0
  */

@@ -94,7 +94,18 @@ export interface UploadState {
 }
 
 /**
- * The state a new batch starts in.
+ * The state a new batch starts in: attempt 1, at put object, no receipt.
+ *
+ * **Example**
+ *
+ * ```ts
+ * // inside packages/core/src
+ * import { Batch } from "./index.ts"
+ * import * as Uploader from "./stage/Uploader.ts"
+ *
+ * const state = Uploader.initial(Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads: [] }))
+ * state.stage // "object_upload"
+ * ```
  *
  * @since 0.2.0
  */
@@ -111,7 +122,19 @@ export const initial = (batch: SealedBatch): UploadState => ({
 /**
  * The state after `state`'s attempt failed at `failed.stage` with `error` at
  * `now`: the next attempt, resuming at the failed stage (see {@link resumeAt}),
- * with the retry context updated.
+ * with the retry context updated (first failure time, consecutive failures
+ * with the same code).
+ *
+ * **Example**
+ *
+ * ```ts
+ * // inside packages/core/src
+ * import * as Uploader from "./stage/Uploader.ts"
+ * declare const atVerify: Uploader.UploadState
+ * declare const slowDown: import("./Failure.ts").SinkFailure
+ *
+ * Uploader.retried(atVerify, slowDown, "SlowDown", 1_000).stage // "verify": the object is not uploaded again
+ * ```
  *
  * @since 0.2.0
  */
