@@ -2,34 +2,33 @@
  * Admission: the reader, and everything that decides whether a record may
  * enter the pipeline — the **memory budget** and the **read gate**.
  *
- * The reader is two fibers joined by a one-slot hand-off:
+ * The reader takes the source's events in order:
  *
- * - the **puller** pulls source events. A revoke is processed at once, even
- *   while a chunk waits for budget or for the gate: the revoked partitions'
- *   open batches are dropped (their bytes return to the budget), the committer
- *   forgets them, a chunk of theirs that waits is skipped, and the revoke is
- *   acknowledged. Every other event is handed to the acceptor; the puller
- *   pulls again only once the acceptor took it, so at most one event waits
- *   beyond the one being accepted.
- * - the **acceptor** charges each chunk to the {@link MemoryBudget} before
- *   the sealer sees it (payload plus the per-record overhead). While the
- *   budget is full the chunk waits; open batches are sealed early
- *   (`pressure`) only when they alone would keep it out — sealing on every
- *   blocked chunk would turn each chunk into its own tiny batch. A chunk
- *   charged more than a quarter of the budget is split first. While the read
- *   gate is `paused`, open batches are sealed early and the source is paused;
- *   it resumes when the gate opens. A retention gap seals the partition's open
- *   batch (`gap`) and records the gap in the manifest of its next batch.
+ * - each chunk is charged to the {@link MemoryBudget} before the sealer sees it
+ *   (payload plus the per-record overhead). While the budget is full the chunk
+ *   waits; open batches are sealed early (`pressure`) only when they alone
+ *   would keep it out — sealing on every blocked chunk would turn each chunk
+ *   into its own tiny batch. A chunk charged more than a quarter of the budget
+ *   is split first. While the read gate is `paused`, open batches are sealed
+ *   early and the source is paused; it resumes when the gate opens. A
+ *   retention gap seals the partition's open batch (`gap`) and records the gap
+ *   in the manifest of its next batch.
+ * - while a chunk waits (for budget or the gate), a **look-ahead** fiber pulls
+ *   on: a revoke is processed at once — the revoked partitions' open batches
+ *   are dropped (their bytes return to the budget), the committer forgets them,
+ *   the waiting chunk is skipped if it is theirs, and the revoke is
+ *   acknowledged; the first other event is kept for the reader. Nothing waits:
+ *   no fiber hop per chunk when chunks fit.
  *
  * Bytes held therefore never exceed the budget by more than one chunk: the
  * budget keeps a reserve of the largest chunk (see `MemoryBudget`), which
- * covers the chunk being admitted while the one pulled ahead waits. The
- * look-ahead is one event: a revoke the source delivers right after the
- * waiting chunk is processed at once; one behind a further chunk waits until
- * the first is admitted (the Kafka adapter puts revokes ahead of the chunks it
- * has not handed out).
+ * covers the chunk being admitted while the one pulled ahead waits; and the
+ * look-ahead pulls only while held + the waiting chunk's unadmitted part fit
+ * the budget. The look-ahead holds one event besides revokes: a revoke behind
+ * a further chunk waits until the first is admitted (the Kafka adapter puts
+ * revokes ahead of the chunks it has not handed out).
  *
- * It owns: the read-gate latch, the reader fibers, the budget charges of
+ * It owns: the read-gate latch, the reader and its look-ahead, the budget charges of
  * chunks, the `recordsRead`, `bytesRead`, `openBytes`, `inflightBytes`,
  * `maxInflightBytes`, `retentionGapRecords` and `readGate` counters. It may
  * touch: the source (`events`, `pause`, `resume`), the sealer, and — through
@@ -37,7 +36,7 @@
  *
  * @since 0.2.0
  */
-import { Clock, Deferred, Effect, Latch, Queue, Stream } from "effect"
+import { Clock, Effect, Fiber, Latch, Pull, Stream } from "effect"
 import type { SealedBatch } from "../Batch.ts"
 import type { KnobValues, ReadGate } from "../Knob.ts"
 import type { Instruments } from "../Metrics.ts"
@@ -45,7 +44,7 @@ import type { RecordChunk } from "../Record.ts"
 import { splitAt } from "../Record.ts"
 import type { Sealer } from "../Sealer.ts"
 import type { Signal } from "../Signal.ts"
-import type { PartitionsRevoked, RetentionGap, Source, SourceError } from "../Source.ts"
+import type { PartitionsRevoked, RetentionGap, Source, SourceError, SourceEvent } from "../Source.ts"
 import * as MemoryBudget from "./MemoryBudget.ts"
 import type { PipelineStats } from "./Stats.ts"
 
@@ -104,22 +103,23 @@ export interface Admission {
   readonly sealAll: (reason: "pressure" | "drain") => Effect.Effect<void>
 }
 
-/** What the puller hands the acceptor, with the partition's revoke count when pulled. */
-type Handed =
-  | { readonly _tag: "Event"; readonly event: RecordChunk | RetentionGap; readonly epoch: number; readonly taken: Deferred.Deferred<void> }
-  | { readonly _tag: "End"; readonly taken: Deferred.Deferred<void> }
-
-/** The reader's state, shared by the puller and the acceptor. */
+/** The reader's state. */
 interface Reader {
   readonly deps: AdmissionDeps
   readonly gateOpen: Latch.Latch
-  readonly slot: Queue.Queue<Handed>
   /** Revokes seen per partition (one entry per partition ever owned). */
   readonly epochs: Map<number, number>
   /** Largest piece a chunk is split to (a quarter of the budget). */
   readonly maxPiece: number
-  /** Charge of the chunk the acceptor holds and has not admitted yet. */
+  /** Charge of the chunk being admitted, not admitted yet. */
   pending: number
+  /** Pulls the next array of events from the source; `undefined` at its end. */
+  pull: Effect.Effect<ReadonlyArray<SourceEvent> | undefined, SourceError>
+  /** Events pulled and not taken yet (the rest of the last array pulled). */
+  buffer: ReadonlyArray<SourceEvent>
+  at: number
+  /** The look-ahead started while a chunk waits: it yields the next event that is not a revoke. */
+  ahead: Fiber.Fiber<SourceEvent | undefined, SourceError> | undefined
 }
 
 /**
@@ -132,13 +132,20 @@ export const make = (deps: AdmissionDeps): Effect.Effect<Admission> =>
     const reader: Reader = {
       deps,
       gateOpen: yield* Latch.make(deps.knobs.current().readGate === "open"),
-      slot: yield* Queue.bounded<Handed>(1),
       epochs: new Map(),
       maxPiece: Math.max(1, Math.floor(deps.budget.limit / 4)),
-      pending: 0
+      pending: 0,
+      pull: Effect.succeed(undefined),
+      buffer: [],
+      at: 0,
+      ahead: undefined
     }
     return {
-      read: Effect.asVoid(Effect.all([puller(reader), acceptor(reader)], { concurrency: 2 })),
+      read: Effect.scoped(Effect.gen(function*() {
+        const pull = yield* Stream.toPull(deps.source.events)
+        reader.pull = Pull.catchDone(pull, () => Effect.succeed(undefined))
+        yield* readAll(reader)
+      })),
       sealAll: (reason) => sealAll(reader, reason),
       setGate: (gate) =>
         Effect.suspend(() => {
@@ -158,34 +165,64 @@ const sealAll = (reader: Reader, reason: "pressure" | "drain") =>
     return submit
   })
 
+/** The reader's loop: every event in order, until the source ends; then seals (`drain`). */
+const readAll = (reader: Reader): Effect.Effect<void, SourceError> =>
+  Effect.gen(function*() {
+    while (true) {
+      const event = yield* next(reader)
+      if (event === undefined) return yield* sealAll(reader, "drain")
+      if (event._tag === "PartitionsRevoked") yield* onRevoke(reader, event)
+      else if (event._tag === "RetentionGap") yield* onGap(reader, event)
+      else yield* acceptChunk(reader, event, epochOf(reader, event.partition))
+    }
+  })
+
+/** The next event in order: the look-ahead's if one was started, else the next pulled. */
+const next = (reader: Reader): Effect.Effect<SourceEvent | undefined, SourceError> =>
+  Effect.suspend(() => {
+    const ahead = reader.ahead
+    if (ahead === undefined) return takeOne(reader)
+    reader.ahead = undefined
+    return Fiber.join(ahead)
+  })
+
+const takeOne = (reader: Reader): Effect.Effect<SourceEvent | undefined, SourceError> =>
+  Effect.suspend(() => {
+    if (reader.at < reader.buffer.length) return Effect.succeed(reader.buffer[reader.at++])
+    return Effect.map(reader.pull, (events) => {
+      reader.buffer = events ?? []
+      reader.at = events === undefined ? 0 : 1
+      return events?.[0]
+    })
+  })
+
 /**
- * The puller: revokes at once; every other event handed to the acceptor, one
- * at a time. It pulls the next event only while the bytes held plus the part
- * of the acceptor's chunk not yet admitted fit the budget, so that what the
- * source handed over never exceeds the budget by more than the chunk pulled.
+ * While a chunk waits (for budget or for the gate), looks one event ahead:
+ * revokes are processed as they come; the first other event is kept for the
+ * reader. It pulls only while the bytes held plus the waiting chunk's
+ * unadmitted part fit the budget, so that what the source handed over never
+ * exceeds the budget by more than the chunk pulled.
  */
-const puller = (reader: Reader): Effect.Effect<void, SourceError> =>
-  reader.deps.source.events.pipe(
-    Stream.runForEach((event) =>
-      event._tag === "PartitionsRevoked"
-        ? onRevoke(reader, event)
-        : Effect.flatMap(Deferred.make<void>(), (taken) =>
-          hand(reader, { _tag: "Event", event, epoch: epochOf(reader, event.partition), taken })).pipe(
-            Effect.andThen(Effect.suspend(() => awaitLookahead(reader)))
-          )
-    ),
-    Effect.andThen(Effect.flatMap(Deferred.make<void>(), (taken) => hand(reader, { _tag: "End", taken })))
-  )
+const lookAhead = (reader: Reader) =>
+  Effect.gen(function*() {
+    if (reader.ahead !== undefined) return
+    reader.ahead = yield* Effect.forkChild(Effect.gen(function*() {
+      while (true) {
+        yield* Effect.suspend(() => awaitRoomToPull(reader))
+        const event = yield* takeOne(reader)
+        if (event?._tag !== "PartitionsRevoked") return event
+        yield* onRevoke(reader, event)
+      }
+    }))
+  })
 
-const hand = (reader: Reader, handed: Handed) => Effect.andThen(Queue.offer(reader.slot, handed), Deferred.await(handed.taken))
-
-const awaitLookahead = (reader: Reader): Effect.Effect<void> =>
+const awaitRoomToPull = (reader: Reader): Effect.Effect<void> =>
   reader.deps.budget.held + reader.pending <= reader.deps.budget.limit ? Effect.void : Effect.gen(function*() {
     const { budget, sealer } = reader.deps
     let sealed = false
     while (budget.held + reader.pending > budget.limit) {
-      // Only an admitted record larger than the budget gets here with the
-      // acceptor idle: seal it so that it can be uploaded and released.
+      // Only an admitted record larger than the budget gets here with no chunk
+      // waiting: seal it so that it can be uploaded and released.
       if (reader.pending === 0 && !sealed && sealer.openCharge > 0) {
         sealed = true
         yield* sealAll(reader, "pressure")
@@ -194,56 +231,42 @@ const awaitLookahead = (reader: Reader): Effect.Effect<void> =>
     }
   })
 
-/** The acceptor: takes what the puller hands over and admits it. */
-const acceptor = (reader: Reader): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    while (true) {
-      const handed = yield* Queue.take(reader.slot)
-      reader.pending = handed._tag === "Event" && handed.event._tag === "RecordChunk" ? MemoryBudget.chargeOf(handed.event) : 0
-      yield* Deferred.succeed(handed.taken, undefined)
-      if (handed._tag === "End") return yield* sealAll(reader, "drain")
-      const { event, epoch } = handed
-      if (epochOf(reader, event.partition) === epoch) {
-        if (event._tag === "RetentionGap") yield* onGap(reader, event)
-        else yield* acceptChunk(reader, event, epoch)
-      }
-      reader.pending = 0
-      reader.deps.budget.poke()
-    }
-  })
-
-/** Admits a chunk, split into pieces of at most a quarter of the budget. */
 const acceptChunk = (reader: Reader, chunk: RecordChunk, epoch: number) =>
   Effect.gen(function*() {
     const charge = MemoryBudget.chargeOf(chunk)
     reader.deps.budget.delivered(charge)
+    reader.pending = charge
     const pieces = charge > reader.maxPiece && chunk.count > 1 ? splitToFit(chunk, reader.maxPiece) : [chunk]
     const stale = () => epochOf(reader, chunk.partition) !== epoch
     for (const piece of pieces) {
       yield* waitWhilePaused(reader)
       const pieceCharge = MemoryBudget.chargeOf(piece)
-      if (!(yield* waitForRoom(reader, pieceCharge, stale))) return
+      if (!(yield* waitForRoom(reader, pieceCharge, stale))) break
       yield* admit(reader, piece, pieceCharge)
     }
+    reader.pending = 0
+    reader.deps.budget.poke()
   })
 
-const waitWhilePaused = (reader: Reader): Effect.Effect<void> =>
+const waitWhilePaused = (reader: Reader): Effect.Effect<void, SourceError> =>
   reader.deps.stats.readGate !== "paused" ? Effect.void : Effect.gen(function*() {
     const { source } = reader.deps
     yield* sealAll(reader, "pressure")
     yield* source.pause
+    yield* lookAhead(reader)
     yield* reader.gateOpen.await
     yield* source.resume
   })
 
 /** Waits until the piece fits; `false` if its partition was revoked meanwhile. */
-const waitForRoom = (reader: Reader, charge: number, stale: () => boolean): Effect.Effect<boolean> =>
+const waitForRoom = (reader: Reader, charge: number, stale: () => boolean): Effect.Effect<boolean, SourceError> =>
   reader.deps.budget.fits(charge) ? Effect.succeed(!stale()) : Effect.gen(function*() {
     const { budget, sealer } = reader.deps
     // Full. Sealed and uploading batches free memory as they are verified;
     // open batches do not: seal them early only when they would keep the
     // piece out even after everything sealed drained.
     if (sealer.openCharge + charge + budget.reserve > budget.limit) yield* sealAll(reader, "pressure")
+    yield* lookAhead(reader)
     while (!budget.fits(charge)) {
       if (stale()) return false
       yield* budget.awaitRelease
@@ -290,7 +313,7 @@ const onRevoke = (reader: Reader, event: PartitionsRevoked) =>
     yield* reader.deps.revoked(event.partitions)
     budget.release(dropped.charge)
     stats.inflightBytes = budget.held
-    // Wakes the acceptor if it waits with a chunk of a revoked partition.
+    // Wakes the reader if it waits with a chunk of a revoked partition.
     budget.poke()
     yield* event.acknowledge
   }).pipe(Effect.uninterruptible)
