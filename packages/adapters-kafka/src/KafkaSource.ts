@@ -126,10 +126,13 @@ export interface KafkaSource extends Source.Source {
  *   again), even while paused; fetching resumes (and new partitions start)
  *   only after the pipeline acknowledged it.
  * - Read-ahead is bounded: at most `prefetch` events and `prefetchBytes`
- *   payload bytes wait for the pipeline; no fetch starts while either is
- *   reached, and a fetch asks for at most the room left (split over the
- *   leader brokers; a broker still returns one record batch when the room is
- *   smaller). Bytes read ahead ≤ `prefetchBytes` + one record batch per leader.
+ *   bytes of memory (counted as the pipeline's budget counts them, payload
+ *   plus the per-record overhead) wait for the pipeline; no fetch starts
+ *   while either is reached, and a fetch asks for at most the room left
+ *   (split over the leader brokers; a broker still returns one record batch
+ *   when the room is smaller). The buffer exceeds `prefetchBytes` by at most
+ *   what the last fetch decoded to. `readAheadBytes` is `prefetchBytes`, so
+ *   the pipeline reserves it from its memory budget.
  * - `stats` holds counters and the last `statsHistory` events: bounded.
  * - `pause` stops fetching (a fetch in flight still delivers); `resume`
  *   restarts it after checking the log start.
@@ -197,6 +200,7 @@ export const make = (
       pause: gate.pause,
       resume: gate.resume,
       lag: gate.lag,
+      readAheadBytes: config.prefetchBytes,
       stats: ctx.stats.view,
       committed: committer.committed,
       owned: () => [...membership.owned].sort((a, b) => a - b)

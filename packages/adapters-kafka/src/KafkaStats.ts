@@ -77,7 +77,7 @@ export interface KafkaSourceStats {
   readonly assignments: number
   /** Revokes announced to the pipeline. */
   readonly revokes: number
-  /** Events (chunks, gaps) read ahead of the pipeline now, and their payload bytes (bounded by `prefetch` / `prefetchBytes`). */
+  /** Events (chunks, gaps) read ahead of the pipeline now, and the memory they hold (payload + per-record overhead; bounded by `prefetch` / `prefetchBytes`). */
   readonly prefetched: { readonly events: number; readonly bytes: number }
   /** The most recent events, oldest first (at most `statsHistory`). */
   readonly recent: () => ReadonlyArray<KafkaSourceEvent>

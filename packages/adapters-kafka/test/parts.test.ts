@@ -61,25 +61,34 @@ describe("KafkaStats.Recorder", () => {
 })
 
 describe("EventBuffer", () => {
-  it("has room until either bound is reached, and gets it back as events are taken", async () => {
-    const { buffer, stats } = bufferOf(3, 100)
-    expect(buffer.room()).toBe(100)
+  it("has room until either bound is reached, and gets it back as events are taken; bytes are memory (payload + 208 B per record)", async () => {
+    // One record of 60 B holds 60 + 208 = 268 B (the core's per-record overhead, written out here).
+    const { buffer, stats } = bufferOf(3, 400)
+    expect(buffer.room()).toBe(400)
     buffer.offerData([chunk(0, 0, 60)])
-    expect(buffer.room()).toBe(40)
+    expect(buffer.room()).toBe(132)
     buffer.offerData([chunk(0, 1, 60)])
-    expect(buffer.room()).toBe(0) // bytes: 120 ≥ 100 (one fetch may overshoot; no new fetch starts)
-    expect(stats.view.prefetched).toEqual({ events: 2, bytes: 120 })
+    expect(buffer.room()).toBe(0) // bytes: 536 ≥ 400 (one fetch may overshoot; no new fetch starts)
+    expect(stats.view.prefetched).toEqual({ events: 2, bytes: 536 })
     await Effect.runPromise(buffer.take)
-    expect(buffer.room()).toBe(40)
+    expect(buffer.room()).toBe(132)
     buffer.offerData([gap(1), gap(2)])
     expect(buffer.room()).toBe(0) // events: 3 ≥ 3
+  })
+
+  it("a zero-byte record (a tombstone) still takes room", () => {
+    const { buffer } = bufferOf(100, 1000)
+    buffer.offerData([chunk(0, 0, 0), chunk(0, 1, 0), chunk(0, 2, 0), chunk(0, 3, 0)])
+    expect(buffer.room()).toBe(1000 - 4 * 208)
+    buffer.offerData([chunk(0, 4, 0)])
+    expect(buffer.room()).toBe(0)
   })
 
   it("a revoke overtakes every queued event and drops the revoked partitions' chunks and gaps", async () => {
     const { buffer, stats } = bufferOf(100, 10_000)
     buffer.offerData([chunk(0, 0, 10), chunk(1, 0, 10), gap(1), chunk(2, 0, 10), chunk(1, 1, 10), chunk(0, 1, 10)])
     buffer.offerRevoke({ _tag: "PartitionsRevoked", partitions: [1], acknowledge: Effect.void }, [1])
-    expect(stats.view.prefetched).toEqual({ events: 3, bytes: 30 })
+    expect(stats.view.prefetched).toEqual({ events: 3, bytes: 3 * (10 + 208) })
     buffer.end(Exit.void)
     const events = await Effect.runPromise(Stream.runCollect(buffer.stream))
     expect(events.map(describeEvent)).toEqual(["PartitionsRevoked 1", "chunk 0@0", "chunk 2@0", "chunk 0@1"])

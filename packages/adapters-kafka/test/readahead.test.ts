@@ -1,5 +1,6 @@
 /**
- * Against the real broker: the read-ahead is bounded by `prefetchBytes` (a
+ * Against the real broker: the read-ahead (memory, counted as the pipeline's
+ * budget counts it) is bounded by `prefetchBytes` (a
  * pipeline that takes nothing holds back fetching), and a revoke reaches the
  * pipeline ahead of chunks it has not taken, even when the read-ahead is full.
  */
@@ -12,8 +13,10 @@ import { brokers, closeClients, createTopic, produce, requireBroker, topicName, 
 const RECORD_BYTES = 100
 /** Records per produce request, so record batches are small (a broker may overshoot a fetch's size by one batch). */
 const PER_SEND = 50
-/** A generous bound on one record batch's payload bytes (50 envelopes of ~170 B). */
-const BATCH_BYTES = PER_SEND * 250
+/** The core's per-record heap overhead (`Record.RECORD_OVERHEAD_BYTES`, written out: checked from outside). */
+const RECORD_OVERHEAD_BYTES = 208
+/** A generous bound on one record batch's memory once decoded (50 envelopes of ~170 B, plus the per-record overhead). */
+const BATCH_BYTES = PER_SEND * (250 + RECORD_OVERHEAD_BYTES)
 
 afterAll(closeClients)
 

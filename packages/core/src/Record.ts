@@ -117,6 +117,45 @@ export const offsetAt = (chunk: RecordChunk, index: number): number =>
 export const lastOffset = (chunk: RecordChunk): number => offsetAt(chunk, chunk.count - 1)
 
 /**
+ * Heap bytes one record costs in a chunk besides its payload: one
+ * `Uint8Array` and its slot in the chunk's array (measured; see the core
+ * `stage/MemoryBudget.ts` module doc for how).
+ *
+ * @since 0.2.0
+ */
+export const RECORD_OVERHEAD_BYTES = 208
+
+/**
+ * Heap bytes one listed offset costs (`chunk.offsets`, a number array).
+ *
+ * @since 0.2.0
+ */
+export const OFFSET_BYTES = 8
+
+/**
+ * What a chunk holds in memory, in bytes: its payload bytes, plus
+ * {@link RECORD_OVERHEAD_BYTES} per record when it carries payloads (so a
+ * zero-byte record still costs), plus {@link OFFSET_BYTES} per listed offset.
+ * Additive under {@link splitAt}. The pipeline's memory budget charges chunks
+ * this way, and a source that reads ahead bounds its buffer the same way (see
+ * `Source.readAheadBytes`).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Record } from "@sluice/core"
+ *
+ * Record.heapBytes(Record.chunkOf("t", 0, 0, [new Uint8Array(0), new Uint8Array(10)])) // 426
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const heapBytes = (chunk: RecordChunk): number =>
+  chunk.bytes +
+  (chunk.payloads !== undefined ? chunk.count * RECORD_OVERHEAD_BYTES : 0) +
+  (chunk.offsets !== undefined ? chunk.count * OFFSET_BYTES : 0)
+
+/**
  * Splits a chunk at `index`: records `[0, index)` and `[index, count)`.
  *
  * **Details**

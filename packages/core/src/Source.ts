@@ -72,6 +72,12 @@ export class SourceError extends Schema.TaggedError<SourceError>()("SourceError"
  * - `pause` / `resume` are driven by the read gate; a paused source stops fetching
  *   (it may still deliver what it had buffered).
  * - `lag` reports records behind the end of the log, per partition.
+ * - `readAheadBytes` (optional): the most memory the source itself holds read
+ *   ahead of the pipeline, counted like the pipeline's memory budget
+ *   (`Record.heapBytes`: payload plus per-record overhead). The pipeline
+ *   reserves it from its `memoryBudget`, so the budget bounds the source's
+ *   buffer and the pipeline's batches together; a budget not larger than it
+ *   is a `ConfigError`. A source that reads only when pulled leaves it out.
  *
  * **Example**
  *
@@ -91,6 +97,8 @@ export interface Source {
   readonly pause: Effect.Effect<void>
   readonly resume: Effect.Effect<void>
   readonly lag: Effect.Effect<ReadonlyMap<number, number>>
+  /** Bytes the source holds read ahead of the pipeline, at most (see above); reserved from the memory budget. */
+  readonly readAheadBytes?: number | undefined
 }
 
 /**

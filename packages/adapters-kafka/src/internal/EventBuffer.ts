@@ -3,8 +3,10 @@
  *
  * - **Data lane**: chunks and retention gaps, in the order they were read (a
  *   gap must stay between the chunks before and after it). Bounded by
- *   `prefetch` events and `prefetchBytes` payload bytes: the fetch loop starts
- *   no fetch while either is reached (see {@link EventBuffer.room}).
+ *   `prefetch` events and `prefetchBytes` bytes of memory, counted as the
+ *   pipeline's budget counts them (`Record.heapBytes`: payload plus the
+ *   per-record overhead, so zero-byte records count too): the fetch loop
+ *   starts no fetch while either is reached (see {@link EventBuffer.room}).
  * - **Control lane**: `PartitionsRevoked`, delivered before any data. A revoke
  *   drops the data still queued for the partitions it names (the new owner
  *   reads them again from the committed offset), so it never waits behind a
@@ -15,13 +17,14 @@
  *
  * @internal
  */
-import { Source } from "@sluice/core"
+import { Record, Source } from "@sluice/core"
 import { Cause, Effect, Stream } from "effect"
 import type { Exit } from "effect"
 import type { Recorder } from "../KafkaStats.ts"
 import type { Wakeup } from "./Context.ts"
 
-const bytesOf = (event: Source.SourceEvent): number => (event._tag === "RecordChunk" ? event.bytes : 0)
+/** Memory an event holds, counted as the pipeline's budget counts it (payload + per-record overhead). */
+const bytesOf = (event: Source.SourceEvent): number => (event._tag === "RecordChunk" ? Record.heapBytes(event) : 0)
 
 const partitionOf = (event: Source.SourceEvent): number | undefined =>
   event._tag === "RecordChunk" || event._tag === "RetentionGap" ? event.partition : undefined

@@ -38,27 +38,23 @@
  */
 import { Effect } from "effect"
 import type { SealedBatch } from "../Batch.ts"
+import { ConfigError } from "../Config.ts"
+import * as Record from "../Record.ts"
 import type { RecordChunk } from "../Record.ts"
 
 /**
  * Heap bytes one record costs in a chunk besides its payload (measured; see the
- * module doc).
+ * module doc). Defined in `Record.ts`.
  *
  * @since 0.2.0
  */
-export const RECORD_OVERHEAD_BYTES = 208
+export const RECORD_OVERHEAD_BYTES = Record.RECORD_OVERHEAD_BYTES
 
 /**
- * Heap bytes one listed offset costs (`chunk.offsets`, a number array).
- *
- * @since 0.2.0
- */
-export const OFFSET_BYTES = 8
-
-/**
- * What a chunk costs the budget: payload bytes, plus the per-record overhead
- * when it carries payloads, plus 8 bytes per listed offset. Additive under
- * `Record.splitAt`, so a batch costs the sum of its chunks.
+ * What a chunk costs the budget: `Record.heapBytes` — payload bytes, plus the
+ * per-record overhead when it carries payloads, plus 8 bytes per listed
+ * offset. Additive under `Record.splitAt`, so a batch costs the sum of its
+ * chunks.
  *
  * **Example**
  *
@@ -72,10 +68,7 @@ export const OFFSET_BYTES = 8
  *
  * @since 0.2.0
  */
-export const chargeOf = (chunk: RecordChunk): number =>
-  chunk.bytes +
-  (chunk.payloads !== undefined ? chunk.count * RECORD_OVERHEAD_BYTES : 0) +
-  (chunk.offsets !== undefined ? chunk.count * OFFSET_BYTES : 0)
+export const chargeOf: (chunk: RecordChunk) => number = Record.heapBytes
 
 /**
  * What a sealed batch costs: the sum of its chunks' charges — what is
@@ -98,6 +91,41 @@ export const chargeOfBatch = (batch: SealedBatch): number => {
   for (const chunk of batch.chunks) charge += chargeOf(chunk)
   return charge
 }
+
+/**
+ * The pipeline's budget: `memoryBudget` less what the source declares it
+ * holds read ahead (`Source.readAheadBytes`), so that the configured budget
+ * bounds the source's buffer and the pipeline's batches together. Fails with
+ * a `ConfigError` when the read-ahead leaves nothing for batches.
+ *
+ * **Example**
+ *
+ * ```ts
+ * // inside packages/core/src
+ * import * as MemoryBudget from "./stage/MemoryBudget.ts"
+ *
+ * MemoryBudget.make(256 * 2 ** 20, 16 * 2 ** 20) // Effect of a budget of 240 MiB for batches
+ * MemoryBudget.make(8 * 2 ** 20, 16 * 2 ** 20)   // fails: ConfigError (the read-ahead takes the whole budget)
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const make = (memoryBudget: number, readAheadBytes: number | undefined): Effect.Effect<MemoryBudget, ConfigError> =>
+  Effect.suspend(() => {
+    const ahead = readAheadBytes ?? 0
+    if (!Number.isFinite(ahead) || ahead < 0) {
+      return Effect.fail(new ConfigError({ component: "pipeline", message: `pipeline: the source's readAheadBytes must be a finite number ≥ 0, got ${ahead}` }))
+    }
+    if (memoryBudget <= ahead) {
+      return Effect.fail(
+        new ConfigError({
+          component: "pipeline",
+          message: `pipeline: memoryBudget ${memoryBudget} B leaves nothing for batches after the source's read-ahead of ${ahead} B (Source.readAheadBytes); raise memoryBudget or lower the source's read-ahead (e.g. Kafka prefetchBytes)`
+        })
+      )
+    }
+    return Effect.succeed(new MemoryBudget(memoryBudget - ahead))
+  })
 
 /**
  * The budget's accounting, with a wait for room.
