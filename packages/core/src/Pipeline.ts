@@ -54,23 +54,26 @@ import type { BatchFailed } from "./stage/Uploader.ts"
 
 /**
  * The pipeline's config (plain data, decoded with Schema; every field has a
- * default). Durations accept `"60 seconds"` or milliseconds; sizes accept
- * `"8 MiB"` or bytes.
+ * default). Durations accept `"60 seconds"`, `"30s"`, `"500ms"` or
+ * milliseconds; sizes accept `"8 MiB"` or bytes. Every number must be finite.
  *
- * | field | default | meaning |
- * |---|---|---|
- * | `concurrency` | 8 | base upload concurrency (when no policy proposes) |
- * | `batch.records` | 10000 | base batch target, records |
- * | `batch.bytes` | 8 MiB | base batch target, payload bytes |
- * | `batch.maxAge` | 60 seconds | seal a batch when its oldest record is this old |
- * | `memoryBudget` | 256 MiB | hard bound on bytes held (open + sealed + uploading) |
- * | `rate` | null | base request rate (object uploads started per second), null = unlimited |
- * | `tick` | 100 millis | period of the tick signal, the age check and lag polling |
- * | `keyPrefix` | "" | prefix of every object key |
- * | `retry.maxAttempts` | 100 | attempts of one batch before `BatchFailed`, whatever the retry policy says |
- * | `retry.maxElapsed` | 15 minutes | failing time of one batch (from its first failure) before `BatchFailed` |
- * | `retry.unreachableAttempts` | 3 | consecutive connection-refused / DNS failures (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, …) before `BatchFailed` |
- * | `maxVerifiedAhead` | 256 | verified batches of one partition that may wait behind an unverified one; past it the partition's new batches wait too (logged) |
+ * | field | default | range | meaning |
+ * |---|---|---|---|
+ * | `concurrency` | 8 | integer ≥ 1 | base upload concurrency (when no policy proposes) |
+ * | `batch.records` | 10000 | integer ≥ 1 | base batch target, records |
+ * | `batch.bytes` | 8 MiB | ≥ 1 byte | base batch target, payload bytes |
+ * | `batch.maxAge` | 60 seconds | > 0 | seal a batch when its oldest record is this old |
+ * | `memoryBudget` | 256 MiB | ≥ 1 byte | hard bound on bytes held (open + sealed + uploading) |
+ * | `rate` | null | > 0, or null | base request rate (object uploads started per second), null = unlimited |
+ * | `tick` | 100 millis | > 0 | period of the tick signal, the age check and lag polling |
+ * | `keyPrefix` | "" | | prefix of every object key |
+ * | `retry.maxAttempts` | 100 | integer ≥ 1 | attempts of one batch before `BatchFailed`, whatever the retry policy says |
+ * | `retry.maxElapsed` | 15 minutes | > 0 | failing time of one batch (from its first failure) before `BatchFailed` |
+ * | `retry.unreachableAttempts` | 3 | integer ≥ 1 | consecutive connection-refused / DNS failures (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, …) before `BatchFailed` |
+ * | `maxVerifiedAhead` | 256 | integer ≥ 1 | verified batches of one partition that may wait behind an unverified one; past it the partition's new batches wait too (logged) |
+ *
+ * A budget or batch size of 0 is refused (a budget of 0 admits nothing; a
+ * batch target of 0 seals every record alone), as are `NaN` and `Infinity`.
  *
  * @since 0.1.0
  */
@@ -78,16 +81,16 @@ export const PipelineConfig = Schema.Struct({
   concurrency: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(8))),
   batch: Schema.Struct({
     records: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(10_000))),
-    bytes: Config.Bytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("8 MiB"))),
-    maxAge: Config.Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("60 seconds")))
+    bytes: Config.PositiveBytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("8 MiB"))),
+    maxAge: Config.PositiveMillis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("60 seconds")))
   }).pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
-  memoryBudget: Config.Bytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("256 MiB"))),
-  rate: Schema.NullOr(Schema.Number.check(Schema.isGreaterThan(0))).pipe(Schema.withDecodingDefaultKey(Effect.succeed(null))),
-  tick: Config.Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>(100))),
+  memoryBudget: Config.PositiveBytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("256 MiB"))),
+  rate: Schema.NullOr(Schema.Finite.check(Schema.isGreaterThan(0))).pipe(Schema.withDecodingDefaultKey(Effect.succeed(null))),
+  tick: Config.PositiveMillis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>(100))),
   keyPrefix: Schema.String.pipe(Schema.withDecodingDefaultKey(Effect.succeed(""))),
   retry: Schema.Struct({
     maxAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(100))),
-    maxElapsed: Config.Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("15 minutes"))),
+    maxElapsed: Config.PositiveMillis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("15 minutes"))),
     unreachableAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(3)))
   }).pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
   maxVerifiedAhead: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(256)))
@@ -97,6 +100,24 @@ export const PipelineConfig = Schema.Struct({
  * @since 0.1.0
  */
 export type PipelineConfig = typeof PipelineConfig.Type
+
+/**
+ * What a caller writes as `config`: {@link PipelineConfig}'s encoded form
+ * (every key optional, sizes and durations as text or numbers), so a
+ * misspelled key fails `tsc`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import type { Pipeline } from "@sluice/core"
+ *
+ * const config: Pipeline.PipelineConfigInput = { concurrency: 16, memoryBudget: "512 MiB", batch: { maxAge: "30s" } }
+ * // const typo: Pipeline.PipelineConfigInput = { concurency: 16 }   // tsc: 'concurency' does not exist …
+ * ```
+ *
+ * @since 0.2.0
+ */
+export type PipelineConfigInput = Config.Input<typeof PipelineConfig>
 
 /**
  * A batch failed in a way the retry policy gave up on (defined in
@@ -174,8 +195,12 @@ export interface PipelineHandle {
 export interface PipelineOptions<E = never> {
   readonly source: Source
   readonly sink: Sink
-  /** Plain config data, decoded with {@link PipelineConfig}. */
-  readonly config?: unknown
+  /**
+   * Config data, decoded with {@link PipelineConfig}. Typed by its encoded
+   * form, so a misspelled key fails `tsc`; decode data of unknown shape (read
+   * from a file) with `Config.decode("pipeline", PipelineConfig, data)` first.
+   */
+  readonly config?: PipelineConfigInput | undefined
   /** The policies, composed as layers (e.g. `Layer.mergeAll(...)`). */
   readonly policies?: Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
   /** Meter provider for metrics (default: the global one). */

@@ -179,6 +179,7 @@ describe("Pipeline", () => {
     Effect.gen(function*() {
       const source = Memory.source({ name: "t", partitions: 1, records: 1, recordBytes: 1 })
       const error = yield* Effect.flip(
+        // @ts-expect-error — "concurency" is not a pipeline config key: tsc refuses it, and so does the decoder at run time
         Pipeline.run({ source, sink: Memory.sink(), config: { batch: { bytes: "lots" }, concurency: 3 } })
       )
       expect(error._tag).toBe("ConfigError")
@@ -190,6 +191,74 @@ describe("Pipeline", () => {
       expect(policyError._tag).toBe("ConfigError")
       expect(policyError.message).toContain(`["concurrency"]`)
     }))
+
+  it.effect("refuses a memory budget or a batch size of 0, naming the field", () =>
+    Effect.gen(function*() {
+      const source = Memory.source({ name: "t", partitions: 1, records: 1, recordBytes: 1 })
+      const budget = yield* Effect.flip(Pipeline.run({ source, sink: Memory.sink(), config: { memoryBudget: 0 } }))
+      expect(budget._tag).toBe("ConfigError")
+      expect(budget.message).toBe(`pipeline: Expected at least 1 byte, got 0\n  at ["memoryBudget"]`)
+      const budgetText = yield* Effect.flip(Pipeline.run({ source, sink: Memory.sink(), config: { memoryBudget: "0 MiB" } }))
+      expect(budgetText.message).toBe(`pipeline: Expected at least 1 byte, got 0\n  at ["memoryBudget"]`)
+      const batch = yield* Effect.flip(Pipeline.run({ source, sink: Memory.sink(), config: { batch: { bytes: 0 } } }))
+      expect(batch._tag).toBe("ConfigError")
+      expect(batch.message).toBe(`pipeline: Expected at least 1 byte, got 0\n  at ["batch"]["bytes"]`)
+    }))
+
+  it.effect("refuses a rate that is NaN, ±Infinity or ≤ 0; null is unlimited", () =>
+    Effect.gen(function*() {
+      const source = () => Memory.source({ name: "t", partitions: 1, records: 1, recordBytes: 1 })
+      for (const rate of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0, -1]) {
+        const error = yield* Effect.flip(Pipeline.run({ source: source(), sink: Memory.sink(), config: { rate } }))
+        expect(error._tag).toBe("ConfigError")
+        expect(error.message).toMatch(/^pipeline: /)
+        expect(error.message).toContain(`at ["rate"]`)
+      }
+      const unlimited = yield* Pipeline.run({ source: source(), sink: Memory.sink(), config: { rate: null } })
+      expect(unlimited.recordsCommitted).toBe(1)
+    }))
+
+  it.effect("refuses a tick, a batch age or a retry time of 0", () =>
+    Effect.gen(function*() {
+      const source = Memory.source({ name: "t", partitions: 1, records: 1, recordBytes: 1 })
+      const error = yield* Effect.flip(
+        Pipeline.run({ source, sink: Memory.sink(), config: { tick: 0, batch: { maxAge: "0s" }, retry: { maxElapsed: 0 } } })
+      )
+      expect(error.message).toMatch(/Expected a duration greater than 0, got 0\n {2}at \["tick"\]/)
+      expect(error.message).toMatch(/Expected a duration greater than 0, got 0\n {2}at \["batch"\]\["maxAge"\]/)
+      expect(error.message).toMatch(/Expected a duration greater than 0, got 0\n {2}at \["retry"\]\["maxElapsed"\]/)
+    }))
+
+  it.effect("accepts durations in short forms (\"30s\", \"500ms\", \"2m\") and sizes as text", () =>
+    Effect.gen(function*() {
+      const source = Memory.source({ name: "t", partitions: 1, records: 10, recordBytes: 8 })
+      const handle = yield* Pipeline.start({
+        source,
+        sink: Memory.sink(),
+        config: { batch: { maxAge: "30s", bytes: "64 KiB" }, tick: "500ms", retry: { maxElapsed: "2m" }, memoryBudget: "1 MiB" }
+      })
+      expect(handle.config.batch.maxAge).toBe(30_000)
+      expect(handle.config.batch.bytes).toBe(65_536)
+      expect(handle.config.tick).toBe(500)
+      expect(handle.config.retry.maxElapsed).toBe(120_000)
+      expect(handle.config.memoryBudget).toBe(1_048_576)
+      const stats = yield* handle.await
+      expect(stats.recordsCommitted).toBe(10)
+    }).pipe(Effect.scoped))
+
+  it("types config by its encoded form: a misspelled key or a wrong kind of value fails tsc", () => {
+    const source = Memory.source({ name: "t", partitions: 1, records: 1, recordBytes: 1 })
+    // @ts-expect-error — "memoryBudgett" is not a pipeline config key
+    const typo = () => Pipeline.start({ source, sink: Memory.sink(), config: { memoryBudgett: "1 MiB" } })
+    // @ts-expect-error — concurrency is a number, not text
+    const kind = () => Pipeline.start({ source, sink: Memory.sink(), config: { concurrency: "8" } })
+    // @ts-expect-error — data of unknown shape must be decoded (or checked) first
+    const data = (json: unknown) => Pipeline.start({ source, sink: Memory.sink(), config: json })
+    expect([typo, kind, data].every((f) => typeof f === "function")).toBe(true)
+    // A decoded config is a valid input (numbers are valid sizes and durations).
+    const decoded: Pipeline.PipelineConfigInput = Schema.decodeUnknownSync(Pipeline.PipelineConfig)({ tick: "1s" })
+    expect(decoded).toMatchObject({ tick: 1000, memoryBudget: 256 * 1024 * 1024 })
+  })
 
   it.effect("combines several policies' proposals on one knob: the most conservative wins", () =>
     Effect.gen(function*() {
