@@ -87,10 +87,36 @@ export type Input<S extends Schema.Top> = S["Encoded"]
 
 /**
  * `unknown` when `I` is `unknown` (or `any`), `never` otherwise: lets data of
- * unknown shape through the second overload of {@link decode} while a typed
+ * unknown shape through the first overload of {@link decode} while a typed
  * value of the wrong shape still fails.
+ *
+ * **When to use**
+ *
+ * In a component's own overloads, to accept both its {@link Input} and data
+ * whose static type is `unknown` (JSON read from a file), the way
+ * {@link decode} does.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Config } from "@sluice/core"
+ *
+ * const Cfg = Schema.Struct({ step: Schema.Finite.pipe(Schema.withDecodingDefaultKey(Effect.succeed(1))) })
+ *
+ * export const make: {
+ *   <I>(input: I & Config.OnlyUnknown<I>): Effect.Effect<typeof Cfg.Type, Config.ConfigError>
+ *   (input?: Config.Input<typeof Cfg>): Effect.Effect<typeof Cfg.Type, Config.ConfigError>
+ * } = (input: unknown = {}) => Config.decode("demo", Cfg, input)
+ *
+ * make({ step: 2 })                    // ok
+ * make(JSON.parse('{"step":2}'))      // ok: checked at run time
+ * // make({ stpe: 2 })                // tsc: 'stpe' does not exist …
+ * ```
+ *
+ * @since 0.2.0
  */
-type OnlyUnknown<I> = unknown extends I ? unknown : never
+export type OnlyUnknown<I> = unknown extends I ? unknown : never
 
 /**
  * Decodes `input` with `schema`, rejecting unknown fields; reports every bad
@@ -136,8 +162,9 @@ export const decode: {
 
 /**
  * Synchronous variant of {@link decode}: returns a `Result`. Typed the same
- * way: an {@link Input}`<S>`, or a value of static type `unknown` (plus, for
- * now, a deprecated overload that accepts anything).
+ * way: an {@link Input}`<S>`, or a value of static type `unknown` (cast a
+ * typed value of the wrong shape `as unknown` to have it checked at run time
+ * only).
  *
  * **Example**
  *
@@ -155,13 +182,6 @@ export const decode: {
 export const decodeResult: {
   <S extends Schema.Decoder<unknown>, I>(component: string, schema: S, input: I & OnlyUnknown<I>): Result.Result<S["Type"], ConfigError>
   <S extends Schema.Decoder<unknown>>(component: string, schema: S, input: Input<S>): Result.Result<S["Type"], ConfigError>
-  /**
-   * @deprecated Transitional: accepts any input so that callers passing a
-   * typed value that is not an `Input<S>` (on purpose, to test run-time
-   * rejection) keep compiling. Pass such values `as unknown`; this overload
-   * will be removed.
-   */
-  <S extends Schema.Decoder<unknown>>(component: string, schema: S, input: unknown): Result.Result<S["Type"], ConfigError>
 } = <S extends Schema.Decoder<unknown>>(component: string, schema: S, input: unknown): Result.Result<S["Type"], ConfigError> => {
   const result = Schema.decodeUnknownResult(schema)(input, { onExcessProperty: "error", errors: "all" })
   return Result.isSuccess(result)
