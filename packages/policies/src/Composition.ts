@@ -24,19 +24,29 @@ import * as Vegas from "./vegas/Vegas.ts"
 export type Policies<E = Config.ConfigError> = Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
 
 /**
- * Config of {@link defaults} (and {@link classic}): one optional (plain data)
- * config per policy.
+ * Config of {@link defaults} (and {@link classic}): one optional config per
+ * policy, each typed by its schema's encoded form (`Config.Input`), so a
+ * misspelled key fails `tsc`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Composition } from "@sluice/policies"
+ *
+ * const config: Composition.DefaultsConfig = { deliveryRate: { ceiling: 128 }, shared: { maxPauseMillis: "2s" } }
+ * // const typo: Composition.DefaultsConfig = { deliveryRate: { cieling: 128 } }   // tsc: 'cieling' does not exist …
+ * ```
  *
  * @since 0.1.0
  */
 export interface DefaultsConfig {
   /** The delivery-rate policy's config ({@link defaults}). */
-  readonly deliveryRate?: unknown
+  readonly deliveryRate?: Config.Input<typeof DeliveryRate.DeliveryRateConfig> | undefined
   /** AIMD's config ({@link classic}). */
-  readonly aimd?: unknown
-  readonly throttle?: unknown
-  readonly shared?: unknown
-  readonly batch?: unknown
+  readonly aimd?: Config.Input<typeof Aimd.AimdConfig> | undefined
+  readonly throttle?: Config.Input<typeof Throttle.ThrottleConfig> | undefined
+  readonly shared?: Config.Input<typeof SharedPressure.SharedPressureConfig> | undefined
+  readonly batch?: Config.Input<typeof AdaptiveBatch.AdaptiveBatchConfig> | undefined
 }
 
 /**

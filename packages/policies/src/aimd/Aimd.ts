@@ -68,7 +68,7 @@ export const AimdConfig = Schema.Struct({
   tolerance: Fields.number(0.25, { minimum: 0, maximum: 10 }),
   deviations: Fields.number(2, { minimum: 0, maximum: 10 }),
   smoothing: Fields.number(0.2, { minimum: 0.01, maximum: 1 }),
-  referenceBytes: Fields.bytes("1 MiB"),
+  referenceBytes: Fields.positiveBytes("1 MiB"),
   learnReference: Fields.boolean(true),
   slowStart: Fields.boolean(true),
   stage: Failure.Stage.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Failure.Stage>("object_upload"))),
@@ -275,7 +275,7 @@ const maybeProbe = (s: AimdState, now: number): AimdState => {
  *
  * @since 0.1.0
  */
-export const policy: Policy.Policy<AimdConfig, AimdState> = {
+export const policy: Policy.Policy<AimdConfig, AimdState, Config.Input<typeof AimdConfig>> = {
   name: "aimd",
   mode: (s) => s.mode,
   config: AimdConfig,
@@ -324,6 +324,14 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
 /**
  * AIMD as a layer (config decoded with {@link AimdConfig}).
  *
+ * **Details**
+ *
+ * `config` is typed by {@link AimdConfig}'s encoded form
+ * (`Config.Input<typeof AimdConfig>`), so a misspelled key fails `tsc`. Data
+ * whose static type is `unknown` (JSON read from a file) is accepted too, and
+ * checked when the layer is built: bad config fails it with a `ConfigError`
+ * naming the field.
+ *
  * **Example**
  *
  * ```ts
@@ -335,8 +343,8 @@ export const policy: Policy.Policy<AimdConfig, AimdState> = {
  *
  * @since 0.1.0
  */
-export const layer = (
-  config: unknown = {},
-  options: Policy.LayerOptions = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
+export const layer: {
+  <I>(config: I & Config.OnlyUnknown<I>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+  (config?: Config.Input<typeof AimdConfig>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+} = (config: unknown = {}, options: Policy.LayerOptions = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
   Policy.layer(policy, config, options)

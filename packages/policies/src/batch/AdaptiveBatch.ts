@@ -72,7 +72,7 @@ import * as Fields from "../internal/Fields.ts"
  * | `growAbove` | 0.1 | 0 – 10 | grow while overhead > `growAbove · b · target` |
  * | `shrinkBelow` | 0.02 | 0 – growAbove/growth | shrink when overhead < `shrinkBelow · b · target` (0: never) |
  * | `openShrinkAt` | 0.5 | 0 – 1 | shrink when open batches hold this share of the budget |
- * | `windowMillis` | 2 s | ≥ 1 | decision period |
+ * | `windowMillis` | 2 s | > 0 | decision period |
  * | `minSamples` | 4 | ≥ 1 | samples in a window before deciding on the fit |
  * | `forgetting` | 0.97 | 0.5 – 1 | weight kept by older samples, per sample |
  * | `records` | 1 000 000 | ≥ 1 | record target (high: seal on bytes) |
@@ -84,9 +84,9 @@ import * as Fields from "../internal/Fields.ts"
  * @since 0.1.0
  */
 export const AdaptiveBatchConfig = Schema.Struct({
-  initialBytes: Fields.bytes("8 MiB"),
-  minBytes: Fields.bytes("1 MiB"),
-  maxObjectBytes: Fields.bytes("64 MiB"),
+  initialBytes: Fields.positiveBytes("8 MiB"),
+  minBytes: Fields.positiveBytes("1 MiB"),
+  maxObjectBytes: Fields.positiveBytes("64 MiB"),
   memoryShare: Fields.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
   budgetBytes: Fields.bytes(0),
   growth: Fields.number(1.5, { minimum: 1.05, maximum: 4 }),
@@ -94,7 +94,7 @@ export const AdaptiveBatchConfig = Schema.Struct({
   shrinkBelow: Fields.number(0.02, { minimum: 0, maximum: 10 }),
   openShrinkAt: Fields.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
   memoryBoundAt: Fields.number(0.9, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
-  windowMillis: Fields.millis("2 seconds"),
+  windowMillis: Fields.positiveMillis("2 seconds"),
   minSamples: Fields.int(4, 1),
   forgetting: Fields.number(0.97, { minimum: 0.5, maximum: 1 }),
   records: Fields.int(1_000_000, 1),
@@ -343,7 +343,7 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
  *
  * @since 0.1.0
  */
-export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState> = {
+export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Config.Input<typeof AdaptiveBatchConfig>> = {
   name: "batch",
   mode: (s) => s.mode,
   config: AdaptiveBatchConfig,
@@ -429,6 +429,14 @@ const ewma = (previous: number, sample: number): number => (previous === 0 ? sam
 /**
  * Adaptive batch as a layer.
  *
+ * **Details**
+ *
+ * `config` is typed by {@link AdaptiveBatchConfig}'s encoded form
+ * (`Config.Input<typeof AdaptiveBatchConfig>`), so a misspelled key fails `tsc`. Data
+ * whose static type is `unknown` (JSON read from a file) is accepted too, and
+ * checked when the layer is built: bad config fails it with a `ConfigError`
+ * naming the field.
+ *
  * **Example**
  *
  * ```ts
@@ -440,7 +448,7 @@ const ewma = (previous: number, sample: number): number => (previous === 0 ? sam
  *
  * @since 0.1.0
  */
-export const layer = (
-  config: unknown = {},
-  options: Policy.LayerOptions = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)
+export const layer: {
+  <I>(config: I & Config.OnlyUnknown<I>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+  (config?: Config.Input<typeof AdaptiveBatchConfig>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+} = (config: unknown = {}, options: Policy.LayerOptions = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)

@@ -83,14 +83,14 @@ import * as Latency from "../internal/Latency.ts"
  * | `downGain` | 0.75 | 0.1 – 0.99 | `probeDown` in-flight gain (BBR: 0.75) |
  * | `cruiseRounds` | 4 | 0 – 100 | rounds at 1 × BDP between probes up (BBR: 6) |
  * | `rateWindowRounds` | 10 | 1 – 100 | rounds of the rate's max filter (BBR: 10) |
- * | `minLatencyWindowMillis` | 10 s | ≥ 1 ms | age of the latency minimum that forces a probe (BBR: 10 s) |
+ * | `minLatencyWindowMillis` | 10 s | > 0 | age of the latency minimum that forces a probe (BBR: 10 s) |
  * | `confirmTolerance` | 0.1 | 0 – 1 | a sample within this fraction of the minimum confirms it (keeps it fresh) |
  * | `riseTolerance` | 0.5 | > upGain − 1 | a round whose minimum is ≥ (1 + this) × `minLatency` starts the probe |
  * | `probeGain` | 0.5 | 0.05 – 0.95 | the probe drains in-flight to this share (BBRv2: 0.5) |
  * | `probeSamples` | 4 | 1 – 1000 | samples measured at the drained level |
- * | `probeTimeoutMillis` | 10 s | ≥ 0 | a probe without its samples ends after this |
+ * | `probeTimeoutMillis` | 10 s | > 0 | a probe without its samples ends after this |
  * | `throttleBeta` | 0.7 | 0.1 – 0.99 | `inflightHi` cut per throttle round (BBRv2: 0.7) |
- * | `referenceBytes` | 1 MiB | bytes | the starting size normalisation (then learned) |
+ * | `referenceBytes` | 1 MiB | ≥ 1 byte | the starting size normalisation (then learned) |
  * | `probe` | true | | the probe (PROBE_RTT); false disables it (`withoutProbe`, the ablation): the minimum then never rises |
  *
  * @since 0.2.0
@@ -107,14 +107,14 @@ export const DeliveryRateConfig = Schema.Struct({
   downGain: Fields.number(0.9, { minimum: 0.1, maximum: 0.99 }),
   cruiseRounds: Fields.int(4, 0, 100),
   rateWindowRounds: Fields.int(10, 1, 100),
-  minLatencyWindowMillis: Fields.millis("10 seconds"),
+  minLatencyWindowMillis: Fields.positiveMillis("10 seconds"),
   confirmTolerance: Fields.number(0.1, { minimum: 0, maximum: 1 }),
   riseTolerance: Fields.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
   probeGain: Fields.number(0.5, { minimum: 0.05, maximum: 0.95 }),
   probeSamples: Fields.int(8, 1, 1000),
-  probeTimeoutMillis: Fields.millis("10 seconds"),
+  probeTimeoutMillis: Fields.positiveMillis("10 seconds"),
   throttleBeta: Fields.number(0.7, { minimum: 0.1, maximum: 0.99 }),
-  referenceBytes: Fields.bytes("1 MiB"),
+  referenceBytes: Fields.positiveBytes("1 MiB"),
   probe: Fields.boolean(true)
 }).check(
   Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
@@ -659,7 +659,7 @@ const onTime = (s: DeliveryRateState, now: number): DeliveryRateState => {
  *
  * @since 0.2.0
  */
-export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState> = {
+export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState, Config.Input<typeof DeliveryRateConfig>> = {
   name: "deliveryrate",
   mode: (s) => s.mode,
   config: DeliveryRateConfig,
@@ -721,6 +721,14 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState> = {
 /**
  * The delivery-rate policy as a layer.
  *
+ * **Details**
+ *
+ * `config` is typed by {@link DeliveryRateConfig}'s encoded form
+ * (`Config.Input<typeof DeliveryRateConfig>`), so a misspelled key fails `tsc`. Data
+ * whose static type is `unknown` (JSON read from a file) is accepted too, and
+ * checked when the layer is built: bad config fails it with a `ConfigError`
+ * naming the field.
+ *
  * **Example**
  *
  * ```ts
@@ -733,7 +741,7 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState> = {
  *
  * @since 0.2.0
  */
-export const layer = (
-  config: unknown = {},
-  options: Policy.LayerOptions = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)
+export const layer: {
+  <I>(config: I & Config.OnlyUnknown<I>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+  (config?: Config.Input<typeof DeliveryRateConfig>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+} = (config: unknown = {}, options: Policy.LayerOptions = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)

@@ -43,7 +43,7 @@ import * as Probe from "../probe/Probe.ts"
  * | `longWindow` | 600 | ≥ 1 | samples of the long-term RTT average |
  * | `queueSize` | 4 | ≥ 0 | growth allowance per update |
  * | `dropBeta` | 0.9 | 0.1 – 0.99 | cut on a throttle |
- * | `windowMillis` | 1 s | ≥ 1 | sample window |
+ * | `windowMillis` | 1 s | > 0 | sample window |
  * | `minSamples` | 4 | ≥ 1 | samples needed to close a window |
  * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation |
  * | `probe` | see `Probe.ProbeConfig` | | forced probe |
@@ -59,9 +59,9 @@ export const Gradient2Config = Schema.Struct({
   longWindow: Fields.int(600, 1),
   queueSize: Fields.number(4, { minimum: 0, maximum: 1000 }),
   dropBeta: Fields.number(0.9, { minimum: 0.1, maximum: 0.99 }),
-  windowMillis: Fields.millis("1 second"),
+  windowMillis: Fields.positiveMillis("1 second"),
   minSamples: Fields.int(4, 1),
-  referenceBytes: Fields.bytes("1 MiB"),
+  referenceBytes: Fields.positiveBytes("1 MiB"),
   probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 }).check(
   Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
@@ -156,7 +156,7 @@ const endProbe = (s: Gradient2State, now: number, minSeen: number): Gradient2Sta
  *
  * @since 0.1.0
  */
-export const policy: Policy.Policy<Gradient2Config, Gradient2State> = {
+export const policy: Policy.Policy<Gradient2Config, Gradient2State, Config.Input<typeof Gradient2Config>> = {
   name: "gradient2",
   mode: (s) => s.mode,
   config: Gradient2Config,
@@ -215,6 +215,14 @@ export const policy: Policy.Policy<Gradient2Config, Gradient2State> = {
 /**
  * Gradient2 as a layer.
  *
+ * **Details**
+ *
+ * `config` is typed by {@link Gradient2Config}'s encoded form
+ * (`Config.Input<typeof Gradient2Config>`), so a misspelled key fails `tsc`. Data
+ * whose static type is `unknown` (JSON read from a file) is accepted too, and
+ * checked when the layer is built: bad config fails it with a `ConfigError`
+ * naming the field.
+ *
  * **Example**
  *
  * ```ts
@@ -226,7 +234,7 @@ export const policy: Policy.Policy<Gradient2Config, Gradient2State> = {
  *
  * @since 0.1.0
  */
-export const layer = (
-  config: unknown = {},
-  options: Policy.LayerOptions = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)
+export const layer: {
+  <I>(config: I & Config.OnlyUnknown<I>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+  (config?: Config.Input<typeof Gradient2Config>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+} = (config: unknown = {}, options: Policy.LayerOptions = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)

@@ -17,13 +17,21 @@ export const number = (
   range: { readonly minimum: number; readonly maximum: number; readonly exclusiveMinimum?: boolean; readonly exclusiveMaximum?: boolean }
 ) => Schema.Finite.check(Schema.isBetween(range)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(value)))
 
-/** A duration (`"5 seconds"` or ms), defaulting to `value`. */
+/** A duration (`"5 seconds"`, `"500ms"` or ms; finite, ≥ 0), defaulting to `value`. */
 export const millis = (value: number | string) =>
   Config.Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>(value)))
 
-/** A byte size (`"8 MiB"` or bytes), defaulting to `value`. */
+/** A duration greater than 0 (a period, a window, a timeout), defaulting to `value`. */
+export const positiveMillis = (value: number | string) =>
+  Config.PositiveMillis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>(value)))
+
+/** A byte size (`"8 MiB"` or bytes; finite, ≥ 0), defaulting to `value`. */
 export const bytes = (value: number | string) =>
   Config.Bytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>(value)))
+
+/** A byte size of at least 1 byte (a target, a divisor), defaulting to `value`. */
+export const positiveBytes = (value: number | string) =>
+  Config.PositiveBytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>(value)))
 
 /** A boolean, defaulting to `value`. */
 export const boolean = (value: boolean) => Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(value)))

@@ -46,9 +46,9 @@ export function configWith(defaults: { readonly samples?: number; readonly inter
     samples: Fields.int(defaults.samples ?? 8, 1, 1000),
     jitter: Fields.number(0.25, { minimum: 0, maximum: 0.9 }),
     intervalMillis: Fields.millis(defaults.intervalMillis ?? 60_000),
-    windowMillis: Fields.millis(1_000),
+    windowMillis: Fields.positiveMillis(1_000),
     forcedAfterWindowsAtFloor: Fields.int(3, 1),
-    timeoutMillis: Fields.millis(10_000),
+    timeoutMillis: Fields.positiveMillis(10_000),
     seed: Fields.int(1, 0, 0xffffffff)
   })
 }
@@ -63,7 +63,7 @@ export function configWith(defaults: { readonly samples?: number; readonly inter
  * | `samples` | 8 | 1 – 1000 | samples gathered while pinned |
  * | `jitter` | 0.25 | 0 – 0.9 | ± fraction applied to `samples` and `intervalMillis` |
  * | `intervalMillis` | 60 s | ≥ 0 | periodic probe; 0 = only forced probes |
- * | `windowMillis` | 1 s | ≥ 1 ms | the window of the at-floor count |
+ * | `windowMillis` | 1 s | > 0 | the window of the at-floor count |
  * | `forcedAfterWindowsAtFloor` | 3 | ≥ 1 | windows at the floor that force a probe |
  * | `timeoutMillis` | 10 s | > 0 | a probe without samples ends after this |
  * | `seed` | 1 | int | seed of the jitter PRNG |

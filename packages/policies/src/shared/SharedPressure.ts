@@ -154,7 +154,7 @@ const floor = (s: SharedPressureState, now: number): SharedPressureState =>
  *
  * @since 0.1.0
  */
-export const policy: Policy.Policy<SharedPressureConfig, SharedPressureState> = {
+export const policy: Policy.Policy<SharedPressureConfig, SharedPressureState, Config.Input<typeof SharedPressureConfig>> = {
   name: "shared",
   mode: (s) => s.mode,
   config: SharedPressureConfig,
@@ -183,6 +183,14 @@ export const policy: Policy.Policy<SharedPressureConfig, SharedPressureState> = 
 /**
  * Shared pressure as a layer.
  *
+ * **Details**
+ *
+ * `config` is typed by {@link SharedPressureConfig}'s encoded form
+ * (`Config.Input<typeof SharedPressureConfig>`), so a misspelled key fails `tsc`. Data
+ * whose static type is `unknown` (JSON read from a file) is accepted too, and
+ * checked when the layer is built: bad config fails it with a `ConfigError`
+ * naming the field.
+ *
  * **Example**
  *
  * ```ts
@@ -194,7 +202,7 @@ export const policy: Policy.Policy<SharedPressureConfig, SharedPressureState> = 
  *
  * @since 0.1.0
  */
-export const layer = (
-  config: unknown = {},
-  options: Policy.LayerOptions = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)
+export const layer: {
+  <I>(config: I & Config.OnlyUnknown<I>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+  (config?: Config.Input<typeof SharedPressureConfig>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+} = (config: unknown = {}, options: Policy.LayerOptions = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)

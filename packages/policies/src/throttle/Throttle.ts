@@ -51,7 +51,7 @@ type Proposal = Knob.Proposal
  * | `throttleRetryBaseMillis` | 500 | ≥ 0 | first retry delay of a throttle |
  * | `retryMaxMillis` | 20 s | ≥ 0 | longest backoff (Retry-After may be longer) |
  * | `maxAttempts` | 100 | ≥ 1 | give up after this many attempts of one batch (the core's default budget) |
- * | `maxElapsedMillis` | 15 min | ≥ 0 | give up once one batch has been failing this long (the core's default budget) |
+ * | `maxElapsedMillis` | 15 min | > 0 | give up once one batch has been failing this long (the core's default budget) |
  * | `clearSamples` | 3 | ≥ 1 | successes in a row from above the episode's throttle level that restore early (the storm has cleared) |
  * | `probeAboveAfter` | 72 | ≥ 1 | successes at the level just below the episode's throttle level before growing above it again |
  * | `restore` | true | | the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+step` per round above the throttled level and the rate limit is never released |
@@ -74,7 +74,7 @@ export const ThrottleConfig = Schema.Struct({
   throttleRetryBaseMillis: Fields.millis(500),
   retryMaxMillis: Fields.millis("20 seconds"),
   maxAttempts: Fields.int(RetryPolicy.defaultBudget.maxAttempts, 1),
-  maxElapsedMillis: Fields.millis(RetryPolicy.defaultBudget.maxElapsedMillis),
+  maxElapsedMillis: Fields.positiveMillis(RetryPolicy.defaultBudget.maxElapsedMillis),
   clearSamples: Fields.int(3, 1),
   probeAboveAfter: Fields.int(72, 1),
   restore: Fields.boolean(true),
@@ -254,7 +254,7 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
  *
  * @since 0.1.0
  */
-export const policy: Policy.Policy<ThrottleConfig, ThrottleState> = {
+export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<typeof ThrottleConfig>> = {
   name: "throttle",
   mode: (s) => s.mode,
   config: ThrottleConfig,
@@ -348,6 +348,14 @@ const hash = (text: string): number => {
  * The throttle policy as a layer: the core on the bus, plus its
  * `CurrentRetryPolicy`.
  *
+ * **Details**
+ *
+ * `config` is typed by {@link ThrottleConfig}'s encoded form
+ * (`Config.Input<typeof ThrottleConfig>`), so a misspelled key fails `tsc`. Data
+ * whose static type is `unknown` (JSON read from a file) is accepted too, and
+ * checked when the layer is built: bad config fails it with a `ConfigError`
+ * naming the field.
+ *
  * **Example**
  *
  * ```ts
@@ -359,10 +367,10 @@ const hash = (text: string): number => {
  *
  * @since 0.1.0
  */
-export const layer = (
-  config: unknown = {},
-  options: Policy.LayerOptions = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
+export const layer: {
+  <I>(config: I & Config.OnlyUnknown<I>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+  (config?: Config.Input<typeof ThrottleConfig>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+} = (config: unknown = {}, options: Policy.LayerOptions = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> =>
   Layer.merge(
     Policy.layer(policy, config, options),
     Layer.effect(

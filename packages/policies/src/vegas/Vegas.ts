@@ -56,7 +56,7 @@ export const VegasConfig = Schema.Struct({
   smoothing: Fields.number(1, { minimum: 0.01, maximum: 1 }),
   alpha: Fields.number(3, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
   beta: Fields.number(6, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  referenceBytes: Fields.bytes("1 MiB"),
+  referenceBytes: Fields.positiveBytes("1 MiB"),
   probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 }).check(
   Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
@@ -144,7 +144,7 @@ const endProbe = (s: VegasState, now: number, minSeen: number): VegasState => ({
  *
  * @since 0.1.0
  */
-export const policy: Policy.Policy<VegasConfig, VegasState> = {
+export const policy: Policy.Policy<VegasConfig, VegasState, Config.Input<typeof VegasConfig>> = {
   name: "vegas",
   mode: (s) => s.mode,
   config: VegasConfig,
@@ -194,6 +194,14 @@ export const policy: Policy.Policy<VegasConfig, VegasState> = {
 /**
  * Vegas as a layer.
  *
+ * **Details**
+ *
+ * `config` is typed by {@link VegasConfig}'s encoded form
+ * (`Config.Input<typeof VegasConfig>`), so a misspelled key fails `tsc`. Data
+ * whose static type is `unknown` (JSON read from a file) is accepted too, and
+ * checked when the layer is built: bad config fails it with a `ConfigError`
+ * naming the field.
+ *
  * **Example**
  *
  * ```ts
@@ -205,7 +213,7 @@ export const policy: Policy.Policy<VegasConfig, VegasState> = {
  *
  * @since 0.1.0
  */
-export const layer = (
-  config: unknown = {},
-  options: Policy.LayerOptions = {}
-): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)
+export const layer: {
+  <I>(config: I & Config.OnlyUnknown<I>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+  (config?: Config.Input<typeof VegasConfig>, options?: Policy.LayerOptions): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs>
+} = (config: unknown = {}, options: Policy.LayerOptions = {}): Layer.Layer<never, Config.ConfigError, SignalBus.SignalBus | Knob.Knobs> => Policy.layer(policy, config, options)
