@@ -63,7 +63,7 @@ import type { BatchFailed } from "./stage/Uploader.ts"
  * | `batch.records` | 10000 | integer ≥ 1 | base batch target, records |
  * | `batch.bytes` | 8 MiB | ≥ 1 byte | base batch target, payload bytes |
  * | `batch.maxAge` | 60 seconds | > 0 | seal a batch when its oldest record is this old |
- * | `memoryBudget` | 256 MiB | ≥ 1 byte | hard bound on bytes held (open + sealed + uploading) |
+ * | `memoryBudget` | 256 MiB | ≥ 1 byte | hard bound on bytes held (open + sealed + uploading, and the source's declared read-ahead, `Source.readAheadBytes`, which is reserved from it) |
  * | `rate` | null | > 0, or null | base request rate (object uploads started per second), null = unlimited |
  * | `tick` | 100 millis | > 0 | period of the tick signal, the age check and lag polling |
  * | `keyPrefix` | "" | | prefix of every object key |
@@ -232,6 +232,7 @@ export const start = <E = never>(
 ): Effect.Effect<PipelineHandle, ConfigError | E, Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* Config.decode("pipeline", PipelineConfig, options.config ?? {})
+    const budget = yield* MemoryBudget.make(config.memoryBudget, options.source.readAheadBytes)
     const { source, sink } = options
     const scope = yield* Scope.Scope
     const bus = yield* SignalBus.make
@@ -251,7 +252,6 @@ export const start = <E = never>(
     const stats = Stats.make(knobs.current().readGate)
     const publish = bus.publishUnsafe
     const done = yield* Deferred.make<PipelineStats, PipelineError>()
-    const budget = new MemoryBudget.MemoryBudget(config.memoryBudget)
     const sealer = new Sealer({ prefix: config.keyPrefix, charge: MemoryBudget.chargeOf })
     const limiter = yield* Limiter.make({ knobs, stats, metrics, publish })
     const committer = yield* Committer.make({ source, stats, metrics })

@@ -86,4 +86,37 @@ describe("memory budget, observed outside the pipeline", () => {
         expect(records.max()).toBeLessThanOrEqual(Math.floor(c.budget / perRecord) + c.chunkRecords)
       }))
   }
+
+  it.effect("a source's read-ahead is reserved from the budget: the pipeline holds at most budget − readAheadBytes + one chunk", () =>
+    Effect.gen(function*() {
+      const budget = 1024 * 1024
+      const readAheadBytes = 768 * 1024
+      const recordBytes = 8
+      const chunkRecords = 100
+      const records = recordMeter()
+      const memory = Memory.source({ name: "m", partitions: 2, records: 20_000, recordBytes, chunkRecords })
+      const source = records.source({ ...memory, readAheadBytes })
+      const sink = records.sink(Memory.sink({ latencyMillis: (op) => (op === "putObject" ? 500 : 5) }))
+      const fiber = yield* Effect.forkChild(
+        Pipeline.run({ source, sink, config: { memoryBudget: budget, batch: { records: 2_000, bytes: "256 KiB" }, concurrency: 2 } })
+      )
+      for (let t = 0; t < 3_600_000 && fiber.pollUnsafe() === undefined; t += 50) yield* TestClock.adjust(50)
+      const exit = yield* Fiber.await(fiber)
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(records.verified()).toBe(40_000)
+      const perRecord = recordBytes + RECORD_OVERHEAD_BYTES
+      expect(records.max()).toBeLessThanOrEqual(Math.floor((budget - readAheadBytes) / perRecord) + chunkRecords)
+      // …and the budget still binds: more than half of what it pays for is held at the peak.
+      expect(records.max()).toBeGreaterThan((budget - readAheadBytes) / perRecord / 2)
+    }))
+
+  it.effect("a budget not above the source's read-ahead is refused with a ConfigError", () =>
+    Effect.gen(function*() {
+      const memory = Memory.source({ name: "m", partitions: 1, records: 10, recordBytes: 8 })
+      const exit = yield* Effect.exit(
+        Pipeline.run({ source: { ...memory, readAheadBytes: 16 * 1024 * 1024 }, sink: Memory.sink(), config: { memoryBudget: "16 MiB" } })
+      )
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(String(exit)).toContain("readAheadBytes")
+    }))
 })
