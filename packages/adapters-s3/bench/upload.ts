@@ -22,10 +22,10 @@ const sizes = [1, 8, 64]
 const concurrencies = [1, 8, 32]
 const seconds = Number(process.env["SLUICE_BENCH_SECONDS"] ?? 5)
 const capMiB = Number(process.env["SLUICE_BENCH_MIB"] ?? 1536)
-const algorithmName = process.env["SLUICE_BENCH_CHECKSUM"] ?? "CRC64NVME"
-const algorithm = (["CRC32C", "CRC64NVME", "SHA256"] as const).find((a) => a === algorithmName)
+const algorithmName = process.env["SLUICE_BENCH_CHECKSUM"] ?? "CRC32"
+const algorithm = (["CRC32", "CRC32C", "CRC64NVME", "SHA256"] as const).find((a) => a === algorithmName)
 if (algorithm === undefined) {
-  console.error(`SLUICE_BENCH_CHECKSUM must be CRC32C, CRC64NVME or SHA256, not ${algorithmName}`)
+  console.error(`SLUICE_BENCH_CHECKSUM must be CRC32, CRC32C, CRC64NVME or SHA256, not ${algorithmName}`)
   process.exit(2)
 }
 

@@ -7,7 +7,8 @@
  *   `Checksums`), so the store refuses bytes that changed in flight
  *   (`BadDigest`) and the manifest carries the same value. Bodies of at least
  *   `multipartThreshold` bytes use a multipart upload with parallel parts; any
- *   failure or interruption aborts it, so no upload is left orphaned.
+ *   failure or interruption aborts it, so no upload is left orphaned. The
+ *   receipt says how long the checksums took ({@link PutReceipt}).
  * - **Manifest** (`internal/Manifest.ts`): the core `Manifest` as JSON at
  *   `ObjectKey.manifestKey(key)`.
  * - **Verify** (`internal/Verify.ts`): `HeadObject` with `ChecksumMode:
@@ -34,6 +35,37 @@ import * as Verify from "./internal/Verify.ts"
 import * as S3Config from "./S3Config.ts"
 
 /**
+ * The receipt of an S3 upload: the core `PutReceipt` plus the local time its
+ * checksums took.
+ *
+ * **Details**
+ *
+ * The pipeline times `putObject` as a whole for its `object_upload` latency
+ * sample, and the checksum is computed inside that call, on the event loop:
+ * `checksumMillis` is the part of that latency that is local CPU, not the
+ * store. (The core does not subtract it yet; see the README.) It is read from
+ * the Effect `Clock`, as the pipeline's samples are.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { S3Sink } from "@sluice/adapter-s3"
+ * import type { Batch } from "@sluice/core"
+ *
+ * declare const sink: S3Sink.S3Sink
+ * declare const batch: Batch.SealedBatch
+ * const local = Effect.map(sink.putObject(batch), (receipt) => receipt.checksumMillis)
+ * ```
+ *
+ * @since 0.2.0
+ */
+export interface PutReceipt extends Sink.PutReceipt {
+  /** Milliseconds (fractional) spent computing checksums inside `putObject`. */
+  readonly checksumMillis: number
+}
+
+/**
  * An S3 sink: the core `Sink` plus what replication and repair need (reading an
  * object and its manifest back).
  *
@@ -50,6 +82,8 @@ import * as S3Config from "./S3Config.ts"
  * @since 0.1.0
  */
 export interface S3Sink extends Sink.Sink {
+  /** The core `putObject`, its receipt carrying the checksum time ({@link PutReceipt}). */
+  readonly putObject: (batch: Batch.SealedBatch) => Effect.Effect<PutReceipt, Failure.SinkFailure>
   readonly config: S3Config.S3Config
   readonly client: S3Client
   /** The key in the bucket of a batch key (`keyPrefix` applied). */

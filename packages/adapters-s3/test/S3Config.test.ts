@@ -15,7 +15,7 @@ describe("S3Config", () => {
     const cfg = await Effect.runPromise(S3Config.decode({ bucket: "archive" }))
     expect(cfg).toMatchObject({
       region: "us-east-1",
-      checksumAlgorithm: "CRC64NVME",
+      checksumAlgorithm: "CRC32",
       multipartThreshold: 16 * 1024 * 1024,
       partSize: 8 * 1024 * 1024,
       partConcurrency: 4,
@@ -24,6 +24,11 @@ describe("S3Config", () => {
       forcePathStyle: false
     })
   })
+  it.each(["CRC32", "CRC64NVME", "CRC32C", "SHA256"] as const)("accepts checksumAlgorithm %s", async (checksumAlgorithm) => {
+    const cfg = await Effect.runPromise(S3Config.decode({ bucket: "archive", checksumAlgorithm }))
+    expect(cfg.checksumAlgorithm).toBe(checksumAlgorithm)
+  })
+
   it.each([
     [{ bucket: "archive", checksumAlgorithm: "MD5" }, "checksumAlgorithm"],
     [{ bucket: "archive", partSize: "1 MiB" }, "partSize"],

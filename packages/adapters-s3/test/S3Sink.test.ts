@@ -1,3 +1,4 @@
+import { crc32 } from "node:zlib"
 import { GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand, PutObjectCommand } from "@aws-sdk/client-s3"
 import { Batch, ObjectKey } from "@sluice/core"
 import { Effect, Schema } from "effect"
@@ -14,7 +15,7 @@ const run = <A, E>(effect: Effect.Effect<A, E, import("effect").Scope.Scope>) =>
 beforeEach(Env.requireServer)
 
 describe("S3Sink against the real server", () => {
-  it.each(["CRC64NVME", "CRC32C", "SHA256"] as const)("put → manifest → verify round trip (%s)", async (checksumAlgorithm) => {
+  it.each(["CRC32", "CRC64NVME", "CRC32C", "SHA256"] as const)("put → manifest → verify round trip (%s)", async (checksumAlgorithm) => {
     const bucket = await Env.newBucket("roundtrip")
     const batch = batchOf({ count: 500, recordBytes: 100 })
     const { receipt, verified, manifest } = await run(Effect.gen(function*() {
@@ -42,7 +43,7 @@ describe("S3Sink against the real server", () => {
     expect(new TextDecoder().decode(records[7])).toMatch(/^orders\/0\/7\.+$/)
   })
 
-  it.each(["CRC64NVME", "CRC32C", "SHA256"] as const)("multipart upload above the threshold verifies (%s)", async (checksumAlgorithm) => {
+  it.each(["CRC32", "CRC64NVME", "CRC32C", "SHA256"] as const)("multipart upload above the threshold verifies (%s)", async (checksumAlgorithm) => {
     const bucket = await Env.newBucket("multipart")
     const batch = bigBatch(12)
     const { receipt, verified } = await run(Effect.gen(function*() {
@@ -59,6 +60,35 @@ describe("S3Sink against the real server", () => {
     if (checksumAlgorithm === "SHA256") expect(receipt.checksum.value).toMatch(/-3$/)
     else expect(receipt.checksum.value).not.toMatch(/-/)
     expect(verified.checksum).toEqual(receipt.checksum)
+    expect(receipt.checksumMillis).toBeGreaterThan(0)
+  })
+
+  it("CRC32 is the default; a multipart object's CRC32 (combined from its parts) is what the store computes over the body", async () => {
+    const bucket = await Env.newBucket("crc32")
+    const batch = bigBatch(12)
+    const body = Batch.encodeBody(batch)
+    const c = Env.client()
+    try {
+      const out = await run(Effect.gen(function*() {
+        const sink = yield* S3Sink.make(Env.sinkConfig(bucket, { multipartThreshold: "5 MiB", partSize: "5 MiB" }))
+        const receipt = yield* sink.putObject(batch)
+        const head = yield* Effect.promise(() =>
+          c.send(new HeadObjectCommand({ Bucket: bucket, Key: batch.key, ChecksumMode: "ENABLED" }))
+        )
+        const verified = yield* sink.verify(receipt)
+        return { receipt, head, verified }
+      }))
+      // zlib over the whole body, in one pass: independent of the sink's combine.
+      const whole = Buffer.alloc(4)
+      whole.writeUInt32BE(crc32(body))
+      expect(out.receipt.checksum).toEqual({ algorithm: "CRC32", value: whole.toString("base64") })
+      expect(out.head.ETag).toMatch(/-3"?$/)
+      expect(out.head.ChecksumType).toBe("FULL_OBJECT")
+      expect(out.head.ChecksumCRC32).toBe(whole.toString("base64"))
+      expect(out.verified.checksum).toEqual(out.receipt.checksum)
+    } finally {
+      c.destroy()
+    }
   })
 
   it("a failed part aborts the multipart upload (no orphans)", async () => {
@@ -136,18 +166,21 @@ describe("S3Sink against the real server", () => {
     }
   })
 
-  it("a wrong additional checksum gets 400 BadDigest, classified Fatal", async () => {
+  it.each([
+    ["CRC64NVME", { ChecksumCRC64NVME: "AAAAAAAAAAA=" }],
+    ["CRC32", { ChecksumCRC32: "AAAAAA==" }]
+  ] as const)("a wrong additional checksum (%s) gets 400 BadDigest, classified Fatal", async (_, field) => {
     const bucket = await Env.newBucket("wrongsum")
     const c = Env.client()
     const error = await c.send(new PutObjectCommand({
-      Bucket: bucket, Key: "x.rec", Body: new Uint8Array(100), ChecksumCRC64NVME: "AAAAAAAAAAA="
+      Bucket: bucket, Key: "x.rec", Body: new Uint8Array(100), ...field
     })).then(() => undefined, (e: unknown) => e)
     c.destroy()
     expect(S3Errors.classify(error, "object_upload")).toMatchObject({ failureClass: "Fatal", code: "BadDigest", status: 400 })
     expect(await Env.listKeys(bucket)).toEqual([])
   })
 
-  it.each(["CRC64NVME", "CRC32C", "SHA256"] as const)(
+  it.each(["CRC32", "CRC64NVME", "CRC32C", "SHA256"] as const)(
     "verify compares the store's checksum with ours: same size, same algorithm, other bytes → ChecksumMismatch (%s)",
     async (checksumAlgorithm) => {
       const bucket = await Env.newBucket("mismatch")
@@ -207,7 +240,7 @@ describe("S3Sink against the real server", () => {
     try {
       const out = await run(Effect.gen(function*() {
         // First a single PUT (threshold above the body), then the same bytes as a
-        // FULL_OBJECT multipart upload: another ETag ("…-3"), the same CRC64NVME.
+        // FULL_OBJECT multipart upload: another ETag ("…-3"), the same CRC32 (the default).
         const single = yield* S3Sink.make(Env.sinkConfig(bucket, { multipartThreshold: "64 MiB" }))
         const multi = yield* S3Sink.make(Env.sinkConfig(bucket, { multipartThreshold: "5 MiB", partSize: "5 MiB" }))
         const receipt = yield* single.putObject(batch)

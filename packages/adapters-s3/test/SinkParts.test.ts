@@ -18,7 +18,7 @@ import { batchOf } from "./support/Batches.ts"
 const config = (input: Record<string, unknown> = {}) => Effect.runSync(S3Config.decode({ bucket: "archive", ...input }))
 
 describe("Checksums fields", () => {
-  it.each(["CRC64NVME", "CRC32C", "SHA256"] as const)("%s: the request field is the one the response reports", (algorithm) => {
+  it.each(["CRC32", "CRC64NVME", "CRC32C", "SHA256"] as const)("%s: the request field is the one the response reports", (algorithm) => {
     const fields = Checksums.requestFields(algorithm, "v=")
     expect(Object.keys(fields)).toEqual([`Checksum${algorithm}`])
     expect(Checksums.reported(algorithm, fields)).toBe("v=")

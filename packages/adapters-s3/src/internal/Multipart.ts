@@ -3,6 +3,10 @@
  * (each with its own checksum), complete with the object checksum, and abort
  * on any failure or interruption so no incomplete upload is left behind.
  *
+ * Each byte is hashed once: a CRC object checksum (`FULL_OBJECT`) is combined
+ * from the part CRCs (`Checksums.fullObjectOf`), a SHA-256 one (`COMPOSITE`)
+ * hashes only the part digests.
+ *
  * @internal
  */
 import {
@@ -16,7 +20,7 @@ import type { CompletedPart } from "@aws-sdk/client-s3"
 import { Failure } from "@sluice/core"
 import { Effect, Schedule } from "effect"
 import * as Checksums from "../Checksums.ts"
-import type { Request } from "./Request.ts"
+import type { Request, Uploaded } from "./Request.ts"
 import { compute, send } from "./Request.ts"
 
 const STAGE = "object_upload" as const
@@ -47,10 +51,10 @@ const create = (request: Request, key: string): Effect.Effect<string, Failure.Si
       )
     )
 
-interface UploadedPart {
+interface UploadedPart extends Checksums.PartDigest {
   readonly completed: CompletedPart
-  /** The part's raw digest (for a `COMPOSITE` object checksum). */
-  readonly raw: Uint8Array
+  /** Milliseconds spent computing the part's checksum. */
+  readonly checksumMillis: number
 }
 
 /** Uploads every part, `partConcurrency` at once; each part is a view of `body` (no copy). */
@@ -61,7 +65,7 @@ const uploadParts = (request: Request, key: string, uploadId: string, body: Uint
     (range, i): Effect.Effect<UploadedPart, Failure.SinkFailure> =>
       Effect.gen(function*() {
         const part = body.subarray(range.start, range.end)
-        const raw = yield* compute(() => Checksums.digest(algorithm, part))
+        const { value: raw, millis } = yield* compute(() => Checksums.digest(algorithm, part))
         const fields = Checksums.requestFields(algorithm, Checksums.toBase64(raw))
         const out = yield* send(STAGE, (abortSignal) =>
           request.client.send(
@@ -76,26 +80,36 @@ const uploadParts = (request: Request, key: string, uploadId: string, body: Uint
             }),
             { abortSignal }
           ))
-        return { completed: { PartNumber: i + 1, ETag: out.ETag, ...fields }, raw }
+        return {
+          completed: { PartNumber: i + 1, ETag: out.ETag, ...fields },
+          raw,
+          bytes: part.byteLength,
+          checksumMillis: millis
+        }
       }),
     { concurrency: request.config.partConcurrency }
   )
 }
 
-/** Completes the upload; the object checksum S3 will report (whole-object or composite). */
+/**
+ * Completes the upload; the object checksum S3 will report (whole-object,
+ * combined from the part CRCs, or composite) and the milliseconds spent on
+ * checksums for the whole upload.
+ */
 const complete = (
   request: Request,
   key: string,
   uploadId: string,
   body: Uint8Array,
   parts: ReadonlyArray<UploadedPart>
-): Effect.Effect<string, Failure.SinkFailure> =>
+): Effect.Effect<Uploaded, Failure.SinkFailure> =>
   Effect.gen(function*() {
     const algorithm = request.config.checksumAlgorithm
     const fullObject = Checksums.multipartType(algorithm) === "FULL_OBJECT"
-    const value = fullObject
-      ? yield* compute(() => Checksums.objectChecksum(algorithm, body, undefined))
+    const object = Checksums.isCrc(algorithm)
+      ? yield* compute(() => Promise.resolve(Checksums.fullObjectOf(algorithm, parts)))
       : yield* compute(() => Checksums.compositeOf(algorithm, parts.map((p) => p.raw)))
+    const value = object.value
     yield* send(STAGE, (abortSignal) =>
       request.client.send(
         new CompleteMultipartUploadCommand({
@@ -109,7 +123,8 @@ const complete = (
         }),
         { abortSignal }
       ))
-    return value
+    const partMillis = parts.reduce((sum, p) => sum + p.checksumMillis, 0)
+    return { value, checksumMillis: partMillis + object.millis }
   })
 
 /** Whether the multipart upload is still listed by the server. */
@@ -149,10 +164,10 @@ export const abort = (request: Request, key: string, uploadId: string): Effect.E
 
 /**
  * Uploads `body` to bucket key `key` as a multipart upload; the object
- * checksum S3 will report for it. Any failure or interruption after the
- * upload was created aborts it.
+ * checksum S3 will report for it and the time spent on checksums. Any failure
+ * or interruption after the upload was created aborts it.
  */
-export const put = (request: Request, key: string, body: Uint8Array): Effect.Effect<string, Failure.SinkFailure> =>
+export const put = (request: Request, key: string, body: Uint8Array): Effect.Effect<Uploaded, Failure.SinkFailure> =>
   Effect.flatMap(create(request, key), (uploadId) =>
     uploadParts(request, key, uploadId, body).pipe(
       Effect.flatMap((parts) => complete(request, key, uploadId, body, parts)),

@@ -34,8 +34,34 @@ export const make = (config: S3Config, client: S3Client): Request => {
 export const send = <A>(stage: Failure.Stage, f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, Failure.SinkFailure> =>
   Effect.tryPromise({ try: (signal) => f(signal), catch: (e) => S3Errors.classify(e, stage) })
 
-/** Runs a local computation (a checksum) that cannot fail. */
-export const compute = <A>(f: () => Promise<A>): Effect.Effect<A> => Effect.promise(f)
+/** What an object upload sent: the checksum value, and the milliseconds spent computing checksums. */
+export interface Uploaded {
+  readonly value: string
+  readonly checksumMillis: number
+}
+
+/** The result of a local computation and the event-loop time it took. */
+export interface Timed<A> {
+  readonly value: A
+  /** Milliseconds (fractional) the computation held the event loop (the `Clock`'s). */
+  readonly millis: number
+}
+
+/**
+ * Runs a local computation (a checksum) that cannot fail, timing its
+ * synchronous part: the checksums hash every byte before their promise
+ * settles, so that is all their work, and no other fiber's work (another
+ * part's request) is counted in it.
+ */
+export const compute = <A>(f: () => Promise<A>): Effect.Effect<Timed<A>> =>
+  Effect.clockWith((clock) =>
+    Effect.suspend(() => {
+      const start = clock.currentTimeNanosUnsafe()
+      const pending = f()
+      const millis = Number(clock.currentTimeNanosUnsafe() - start) / 1e6
+      return Effect.map(Effect.promise(() => pending), (value) => ({ value, millis }))
+    })
+  )
 
 /** The whole body of the object at bucket key `key` (failures classified as `stage`). */
 export const getBytes = (request: Request, key: string, stage: Failure.Stage): Effect.Effect<Uint8Array, Failure.SinkFailure> =>

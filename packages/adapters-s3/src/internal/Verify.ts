@@ -78,10 +78,10 @@ const fullRead = (
   Effect.gen(function*() {
     const body = yield* getBytes(request, key, "verify")
     const composite = info.ChecksumType === "COMPOSITE" || /-\d+$/.test(receipt.checksum.value)
-    const value = yield* compute(() =>
+    const recomputed = yield* compute(() =>
       Checksums.objectChecksum(algorithm, body, composite ? request.config.partSize : undefined)
     )
-    yield* compare(receipt, algorithm, body.byteLength, value)
+    yield* compare(receipt, algorithm, body.byteLength, recomputed.value)
   })
 
 /** Verifies the object of `receipt`; the store-reported checksum. */
