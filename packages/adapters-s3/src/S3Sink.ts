@@ -43,7 +43,7 @@ import * as S3Config from "./S3Config.ts"
  * The pipeline times `putObject` as a whole for its `object_upload` latency
  * sample, and the checksum is computed inside that call, on the event loop:
  * `checksumMillis` is the part of that latency that is local CPU, not the
- * store. (The core does not subtract it yet; see the README.) It is read from
+ * store, and the core's limiter takes it out of the sample. It is read from
  * the Effect `Clock`, as the pipeline's samples are.
  *
  * **Example**

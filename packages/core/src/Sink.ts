@@ -22,6 +22,14 @@ export interface PutReceipt {
   readonly objectBytes: number
   /** The checksum computed locally and sent with the upload. */
   readonly checksum: Checksum
+  /**
+   * Milliseconds of the call spent computing the checksum locally (on this
+   * process's CPU, not waiting for the store). The pipeline takes them out of
+   * the `object_upload` latency sample, so that policies read the store's
+   * latency, not a local CPU limit. Optional: a sink that leaves it out is
+   * timed whole.
+   */
+  readonly checksumMillis?: number | undefined
 }
 
 /**

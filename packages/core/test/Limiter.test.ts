@@ -118,4 +118,21 @@ describe("Limiter (alone)", () => {
       expect(starts.length).toBe(40)
       for (let i = 1; i < starts.length; i++) expect((starts[i] ?? 0) - (starts[i - 1] ?? 0)).toBeGreaterThanOrEqual(100)
     }))
+
+  it.effect("a put's local checksum time is taken out of its latency sample; a failure is timed whole", () =>
+    Effect.gen(function*() {
+      const { limiter, signals } = yield* setup({})
+      const put = Effect.as(Effect.sleep(100), { key: "k", objectBytes: 1, checksum: { algorithm: "CRC32", value: "x" }, checksumMillis: 30 })
+      const fiber = yield* Effect.forkChild(limiter.measure("object_upload", 1, 1, put))
+      yield* TestClock.adjust(100)
+      yield* Fiber.join(fiber)
+      const sample = signals.find((s) => s._tag === "UploadSample")
+      expect(sample?._tag === "UploadSample" ? sample.latencyMillis : undefined).toBe(70)
+      // An answer without it (a manifest put, a verify) is timed whole.
+      const verify = yield* Effect.forkChild(limiter.measure("verify", 1, 1, Effect.as(Effect.sleep(40), { checksumMillis: "no" })))
+      yield* TestClock.adjust(40)
+      yield* Fiber.join(verify)
+      const samples = signals.filter((s) => s._tag === "UploadSample")
+      expect(samples.at(-1)?._tag === "UploadSample" ? samples.at(-1)?.latencyMillis : undefined).toBe(40)
+    }))
 })

@@ -112,7 +112,8 @@ export interface Limiter {
   readonly resize: (permits: number) => Effect.Effect<void>
   /**
    * Runs one sink request, times it, publishes its sample (attributed, see
-   * {@link attribute}) and counts it.
+   * {@link attribute}) and counts it. A successful answer's `checksumMillis`
+   * (a `PutReceipt`'s local checksum time) is taken out of the latency.
    */
   readonly measure: <A, E extends SinkFailure | VerificationFailed>(
     stage: Stage,
@@ -179,7 +180,9 @@ const measured = <A, E extends SinkFailure | VerificationFailed>(
     stats.requests++
     const exit = yield* Effect.exit(request)
     const end = yield* Clock.currentTimeMillis
-    const latencyMillis = end - startedAt
+    // A successful put's local checksum time is not the store's latency.
+    const local = Exit.isSuccess(exit) ? checksumMillisOf(exit.value) : 0
+    const latencyMillis = Math.max(0, end - startedAt - local)
     metrics.stageDuration.record(latencyMillis / 1000, { stage })
     if (Exit.isSuccess(exit)) {
       deps.publish({ _tag: "UploadSample", at: end, stage, startedAt, latencyMillis, bytes, inflightAtStart, limitAtStart })
@@ -201,3 +204,10 @@ const measured = <A, E extends SinkFailure | VerificationFailed>(
     }
     return yield* exit
   })
+
+/** `checksumMillis` of a sink's answer (a `PutReceipt`), when it reports a finite, positive one. */
+const checksumMillisOf = (value: unknown): number => {
+  if (typeof value !== "object" || value === null || !("checksumMillis" in value)) return 0
+  const millis = value.checksumMillis
+  return typeof millis === "number" && Number.isFinite(millis) && millis > 0 ? millis : 0
+}
