@@ -54,7 +54,7 @@ export const archiveTopic = (options: ArchiveOptions) =>
       region: options.s3.region,
       forcePathStyle: true,
       credentials: { accessKeyId: options.s3.accessKeyId, secretAccessKey: options.s3.secretAccessKey },
-      checksumAlgorithm: "CRC64NVME"
+      checksumAlgorithm: "CRC32"
     })
     return yield* Pipeline.run({
       source,
