@@ -147,6 +147,104 @@ export const run = <E = never>(
     Effect.provideService(References.MinimumLogLevel, options.logLevel ?? "Error")
   )
 
+/** One simulated instance: its pipeline and the observers around it. */
+interface Instance {
+  readonly handle: Pipeline.PipelineHandle
+  readonly consumer: SimSource.SimConsumer
+  /** Bytes held, from outside: source deliveries minus store verifications. */
+  readonly meter: HeldBytes.HeldBytesMeter
+  /** Commit-after-verify, checked at every commit. */
+  readonly guard: CommitGuard.Checked
+  /** Which of its policies are probing now (from their `PolicyMode` signals). */
+  readonly probing: Set<string>
+}
+
+/** Starts instance `i` on its share of the partitions (round robin), in the run's scope. */
+const startInstance = <E>(
+  scenario: Scenario,
+  options: RunOptions<E>,
+  log: SimSource.SimLog,
+  store: Store.SimStore,
+  i: number,
+  failures: Array<string>
+) =>
+  Effect.gen(function*() {
+    const assigned: Array<number> = []
+    for (let p = i; p < scenario.source.partitions; p += scenario.instances) assigned.push(p)
+    const consumer = log.consumer(assigned)
+    const meter = HeldBytes.make()
+    const guard = CommitGuard.guard(meter.sink(store.sink(i)), meter.source(consumer), { from: consumer.startPositions })
+    const policies = typeof options.policies === "function" ? options.policies(i) : options.policies
+    const handle = yield* Pipeline.start({
+      source: guard.source,
+      sink: guard.sink,
+      config: scenario.pipeline,
+      ...(policies !== undefined ? { policies } : {})
+    })
+    const probing = new Set<string>()
+    const modes = yield* handle.bus.subscribe
+    yield* Stream.fromSubscription(modes).pipe(
+      Stream.runForEach((signal) =>
+        Effect.sync(() => {
+          if (signal._tag !== "PolicyMode") return
+          if (signal.mode === "probing") probing.add(signal.policy)
+          else probing.delete(signal.policy)
+        })
+      ),
+      Effect.forkScoped
+    )
+    yield* Effect.forkScoped(
+      Effect.catchCause(handle.await, (cause) => Effect.sync(() => failures.push(`instance ${i}: ${String(cause)}`)))
+    )
+    const instance: Instance = { handle, consumer, meter, guard, probing }
+    return instance
+  })
+
+/** Applies the scenario's events at their times (store changes are recorded as phases). */
+const applyEvents = (events: Scenario["events"], store: Store.SimStore, log: SimSource.SimLog, phases: Array<Phase>) =>
+  Effect.gen(function*() {
+    for (const event of events) {
+      const now = yield* Clock.currentTimeMillis
+      if (event.at > now) yield* Effect.sleep(event.at - now)
+      if (event.store !== undefined) {
+        store.update(storeChange(event.store))
+        phases.push({ at: event.at, params: store.params() })
+      }
+      if (event.source?.recordsPerSecond !== undefined) log.setRate(event.at, event.source.recordsPerSecond)
+    }
+  })
+
+/** The instances' knobs and counters at `t`, summed (lag: records; floors: whether any is below). */
+const observe = (instances: ReadonlyArray<Instance>, t: number, floors: { readonly concurrency: number; readonly batchBytes: number }) => {
+  const o = { concurrency: 0, inflightBatches: 0, inflightBytes: 0, verified: 0, paused: 0, lag: 0, belowFloor: false }
+  for (const { handle, meter, consumer } of instances) {
+    const stats = handle.stats()
+    const knobs = handle.knobs.current()
+    o.concurrency += knobs.concurrency
+    o.inflightBatches += stats.uploading
+    o.inflightBytes += stats.inflightBytes
+    o.verified += meter.verified()
+    if (stats.readGate === "paused") o.paused++
+    o.lag += consumer.lagAt(t)
+    if (knobs.concurrency < floors.concurrency || knobs.batchTarget.bytes < floors.batchBytes) o.belowFloor = true
+  }
+  return o
+}
+
+/** The row's store columns: latencies and bytes of the requests completed since the last row. */
+const storeColumns = (store: Store.SimStore, paramsAtStart: Store.StoreParams) => {
+  const completed = store.drainLatencies()
+  const latencies = completed.map((c) => c.millis)
+  let bytes = 0
+  for (const c of completed) bytes += c.bytes
+  const p95 = quantile(latencies, 0.95)
+  return {
+    p50Millis: round3(quantile(latencies, 0.5)),
+    p95Millis: round3(p95),
+    latencyInflation: p95 === null ? null : round3(p95 / Store.unloadedMillis(paramsAtStart, bytes / completed.length))
+  }
+}
+
 const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
   Effect.gen(function*() {
     const wallStart = performance.now()
@@ -163,66 +261,14 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
       fetchIntervalMillis: Math.max(1, scenario.source.fetchInterval),
       fetchMaxBytes: Math.max(1, scenario.source.fetchMaxBytes)
     })
-    const n = scenario.instances
     const world = oracleWorld(scenario)
     const phases: Array<Phase> = [{ at: 0, params: store.params() }]
     const failures: Array<string> = []
-
-    const handles: Array<Pipeline.PipelineHandle> = []
-    const probing: Array<Set<string>> = []
-    const consumers: Array<SimSource.SimConsumer> = []
-    // Observers outside the pipeline: bytes held (source deliveries minus store
-    // verifications) and commit-after-verify, checked at every commit.
-    const meters: Array<HeldBytes.HeldBytesMeter> = []
-    const guards: Array<CommitGuard.Checked> = []
-    for (let i = 0; i < n; i++) {
-      const assigned: Array<number> = []
-      for (let p = i; p < scenario.source.partitions; p += n) assigned.push(p)
-      const consumer = log.consumer(assigned)
-      consumers.push(consumer)
-      const meter = HeldBytes.make()
-      meters.push(meter)
-      const guard = CommitGuard.guard(meter.sink(store.sink(i)), meter.source(consumer), { from: consumer.startPositions })
-      guards.push(guard)
-      const policies = typeof options.policies === "function" ? options.policies(i) : options.policies
-      const handle = yield* Pipeline.start({
-        source: guard.source,
-        sink: guard.sink,
-        config: scenario.pipeline,
-        ...(policies !== undefined ? { policies } : {})
-      })
-      handles.push(handle)
-      // Which policies of this instance are probing (from their PolicyMode signals).
-      const probingPolicies = new Set<string>()
-      probing.push(probingPolicies)
-      const modes = yield* handle.bus.subscribe
-      yield* Stream.fromSubscription(modes).pipe(
-        Stream.runForEach((signal) =>
-          Effect.sync(() => {
-            if (signal._tag !== "PolicyMode") return
-            if (signal.mode === "probing") probingPolicies.add(signal.policy)
-            else probingPolicies.delete(signal.policy)
-          })
-        ),
-        Effect.forkScoped
-      )
-      yield* Effect.forkScoped(
-        Effect.catchCause(handle.await, (cause) => Effect.sync(() => failures.push(`instance ${i}: ${String(cause)}`)))
-      )
-    }
+    const instances: Array<Instance> = []
+    for (let i = 0; i < scenario.instances; i++) instances.push(yield* startInstance(scenario, options, log, store, i, failures))
 
     const events = [...scenario.events].sort((a, b) => a.at - b.at)
-    const applier = yield* Effect.forkScoped(Effect.gen(function*() {
-      for (const event of events) {
-        const now = yield* Clock.currentTimeMillis
-        if (event.at > now) yield* Effect.sleep(event.at - now)
-        if (event.store !== undefined) {
-          store.update(storeChange(event.store))
-          phases.push({ at: event.at, params: store.params() })
-        }
-        if (event.source?.recordsPerSecond !== undefined) log.setRate(event.at, event.source.recordsPerSecond)
-      }
-    }))
+    const applier = yield* Effect.forkScoped(applyEvents(events, store, log, phases))
 
     const rows: Array<TraceRow> = []
     // The world in force during each row (for phases).
@@ -244,114 +290,111 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
       const servable = (Oracle.capacity(store.params(), world, oracleQueue, inflow) * sampleMillis) / 1000
       const served = Math.min(oracleQueue, servable)
       oracleQueue -= served
-      const oracle = (served * 1000) / sampleMillis
       const paramsAtStart = store.params()
       rowWorld.push({ params: paramsAtStart, inflow })
       yield* TestClock.adjust(sampleMillis)
       if (failures.length > 0) break
       const t = step * sampleMillis
-      let concurrency = 0
-      let inflightBatches = 0
-      let inflightBytes = 0
-      let verified = 0
-      let paused = 0
-      let lag = 0
-      let violated = false
-      for (let i = 0; i < n; i++) {
-        const handle = handles[i] as Pipeline.PipelineHandle
-        const stats = handle.stats()
-        const knobs = handle.knobs.current()
-        concurrency += knobs.concurrency
-        inflightBatches += stats.uploading
-        inflightBytes += stats.inflightBytes
-        verified += (meters[i] as HeldBytes.HeldBytesMeter).verified()
-        if (stats.readGate === "paused") paused++
-        lag += (consumers[i] as SimSource.SimConsumer).lagAt(t)
-        if (knobs.concurrency < floors.concurrency || knobs.batchTarget.bytes < floors.batchBytes) violated = true
-      }
-      if (violated) floorViolations++
-      const completed = store.drainLatencies()
-      const latencies = completed.map((c) => c.millis)
-      let bytes = 0
-      for (const c of completed) bytes += c.bytes
-      const p95 = quantile(latencies, 0.95)
+      const o = observe(instances, t, floors)
+      if (o.belowFloor) floorViolations++
       const throttles = store.counters.throttled + store.counters.rateLimited
       rows.push({
         t,
-        concurrency,
-        inflightBatches,
-        inflightBytes,
-        goodputBytesPerSecond: Math.round(((verified - lastVerified) * 1000) / sampleMillis),
-        oracleBytesPerSecond: Math.round(oracle),
-        p50Millis: round3(quantile(latencies, 0.5)),
-        p95Millis: round3(p95),
-        latencyInflation: p95 === null
-          ? null
-          : round3(p95 / Store.unloadedMillis(paramsAtStart, bytes / completed.length)),
+        concurrency: o.concurrency,
+        inflightBatches: o.inflightBatches,
+        inflightBytes: o.inflightBytes,
+        goodputBytesPerSecond: Math.round(((o.verified - lastVerified) * 1000) / sampleMillis),
+        oracleBytesPerSecond: Math.round((served * 1000) / sampleMillis),
+        ...storeColumns(store, paramsAtStart),
         requests: store.counters.requests - lastRequests,
         throttles: throttles - lastThrottles,
-        batchTargetBytes: (handles[0] as Pipeline.PipelineHandle).knobs.current().batchTarget.bytes,
-        readGatePaused: paused,
-        lagRecords: lag,
-        probing: probing.filter((set) => set.size > 0).length,
-        lagSeconds: Math.round(Math.max(0, ...consumers.map((c) => c.uncommittedAgeAt(t)))) / 1000,
-        heldBytes: Math.max(0, ...meters.map((m) => m.held()))
+        batchTargetBytes: (instances[0] as Instance).handle.knobs.current().batchTarget.bytes,
+        readGatePaused: o.paused,
+        lagRecords: o.lag,
+        probing: instances.filter((x) => x.probing.size > 0).length,
+        lagSeconds: Math.round(Math.max(0, ...instances.map((x) => x.consumer.uncommittedAgeAt(t)))) / 1000,
+        heldBytes: Math.max(0, ...instances.map((x) => x.meter.held()))
       })
-      lastVerified = verified
+      lastVerified = o.verified
       lastRequests = store.counters.requests
       lastThrottles = throttles
     }
     yield* Fiber.interrupt(applier)
 
     const now = yield* Clock.currentTimeMillis
-    const perInstance = meters.map((m) => m.verified())
-    let bytesVerified = 0
-    for (const b of perInstance) bytesVerified += b
-    let committedNotVerified = 0
-    for (const guard of guards) committedNotVerified += guard.committedNotVerified()
-    let lostRecords = 0
-    let foundLost = 0
-    for (const consumer of consumers) {
-      lostRecords += consumer.lostAt(now)
-      foundLost += consumer.lostFound()
-    }
-    const boundaries = events.map((e) => e.at).filter((at) => at > 0 && at < scenario.duration)
-    const phaseSummaries = Summaries.phases(rows, rowWorld, [0, ...boundaries, scenario.duration], world)
-    const probe = Summaries.probeCost(rows, sampleMillis)
-    const requests = store.requests.length
-    const throttled = store.counters.throttled + store.counters.rateLimited
-    const summary: Summary = {
-      scenario: scenario.name,
-      policy: options.policy ?? "base",
-      seed: scenario.seed,
-      durationSeconds: scenario.duration / 1000,
-      instances: n,
-      goodputRatio: round3(Summaries.goodputRatio(rows, sampleMillis, bytesVerified)) ?? 0,
-      latencyInflation: round3(Summaries.latencyInflation(rows)) ?? 1,
-      throttleRate: requests === 0 ? 0 : round3(throttled / requests) ?? 0,
-      floorViolations,
-      recoverySeconds: Summaries.recoverySeconds(rows, sampleMillis, Summaries.lastRevert(phases, world)),
-      maxInflightBytes: Math.max(0, ...handles.map((h) => h.stats().maxInflightBytes)),
-      lostRecords,
-      undetectedLostRecords: foundLost - handles.reduce((sum, h) => sum + h.stats().retentionGapRecords, 0),
-      committedNotVerified,
-      fairness: round3(Summaries.jain(perInstance)) ?? 1,
-      probeSeconds: probe.probeSeconds,
-      probeCost: round3(probe.probeCost) ?? 0,
-      bytesVerified,
-      requests,
-      maxLagSeconds: round3(Math.max(0, ...rows.map((r) => r.lagSeconds))) ?? 0,
-      meanLagSeconds: round3(rows.length === 0 ? 0 : rows.reduce((sum, r) => sum + r.lagSeconds, 0) / rows.length) ?? 0,
-      phases: phaseSummaries,
-      worstPhaseGoodput: Summaries.worstPhaseGoodput(phaseSummaries),
-      heldBytesMax: Math.max(0, ...meters.map((m) => m.max())),
-      largestChunkBytes: Math.max(0, ...meters.map((m) => m.largestChunk())),
-      failure: failures[0] ?? null,
-      wallMillis: Math.round(performance.now() - wallStart)
-    }
+    const summary = summarize(scenario, options, { instances, store, phases, rows, rowWorld, events, world, failures, floorViolations, sampleMillis, now, wallStart })
     const trace: Trace = { sampleMillis, rows, events: events.map((e) => ({ at: e.at, label: eventLabel(e) })) }
     return { summary, trace, store, log }
   })
+
+/** The run's summary, from the trace, the observers and the simulators' ground truth. */
+const summarize = <E>(
+  scenario: Scenario,
+  options: RunOptions<E>,
+  run: {
+    readonly instances: ReadonlyArray<Instance>
+    readonly store: Store.SimStore
+    readonly phases: ReadonlyArray<Phase>
+    readonly rows: ReadonlyArray<TraceRow>
+    readonly rowWorld: ReadonlyArray<{ readonly params: Store.StoreParams; readonly inflow: number }>
+    readonly events: Scenario["events"]
+    readonly world: Oracle.OracleWorld
+    readonly failures: ReadonlyArray<string>
+    readonly floorViolations: number
+    readonly sampleMillis: number
+    readonly now: number
+    readonly wallStart: number
+  }
+): Summary => {
+  const { instances, store, rows, sampleMillis, world } = run
+  const perInstance = instances.map((x) => x.meter.verified())
+  let bytesVerified = 0
+  for (const b of perInstance) bytesVerified += b
+  let committedNotVerified = 0
+  let lostRecords = 0
+  let foundLost = 0
+  let reportedLost = 0
+  for (const x of instances) {
+    committedNotVerified += x.guard.committedNotVerified()
+    lostRecords += x.consumer.lostAt(run.now)
+    foundLost += x.consumer.lostFound()
+    reportedLost += x.handle.stats().retentionGapRecords
+  }
+  const boundaries = run.events.map((e) => e.at).filter((at) => at > 0 && at < scenario.duration)
+  const phaseSummaries = Summaries.phases(rows, run.rowWorld, [0, ...boundaries, scenario.duration], world)
+  const probe = Summaries.probeCost(rows, sampleMillis)
+  const requests = store.requests.length
+  const throttled = store.counters.throttled + store.counters.rateLimited
+  return {
+    scenario: scenario.name,
+    policy: options.policy ?? "base",
+    seed: scenario.seed,
+    durationSeconds: scenario.duration / 1000,
+    instances: instances.length,
+    goodputRatio: round3(Summaries.goodputRatio(rows, sampleMillis, bytesVerified)) ?? 0,
+    latencyInflation: round3(Summaries.latencyInflation(rows)) ?? 1,
+    throttleRate: requests === 0 ? 0 : round3(throttled / requests) ?? 0,
+    floorViolations: run.floorViolations,
+    recoverySeconds: Summaries.recoverySeconds(rows, sampleMillis, Summaries.lastRevert(run.phases, world)),
+    maxInflightBytes: Math.max(0, ...instances.map((x) => x.handle.stats().maxInflightBytes)),
+    lostRecords,
+    undetectedLostRecords: foundLost - reportedLost,
+    committedNotVerified,
+    fairness: round3(Summaries.jain(perInstance)) ?? 1,
+    probeSeconds: probe.probeSeconds,
+    probeCost: round3(probe.probeCost) ?? 0,
+    bytesVerified,
+    requests,
+    maxLagSeconds: round3(Math.max(0, ...rows.map((r) => r.lagSeconds))) ?? 0,
+    meanLagSeconds: round3(rows.length === 0 ? 0 : rows.reduce((sum, r) => sum + r.lagSeconds, 0) / rows.length) ?? 0,
+    phases: phaseSummaries,
+    worstPhaseGoodput: Summaries.worstPhaseGoodput(phaseSummaries),
+    heldBytesMax: Math.max(0, ...instances.map((x) => x.meter.max())),
+    largestChunkBytes: Math.max(0, ...instances.map((x) => x.meter.largestChunk())),
+    failure: run.failures[0] ?? null,
+    wallMillis: Math.round(performance.now() - run.wallStart)
+  }
+}
 
 const round3 = (x: number | null): number | null => (x === null ? null : Math.round(x * 1000) / 1000)
 
