@@ -1,0 +1,300 @@
+/**
+ * bench:e2e — Kafka → S3 end to end on the real local services: Sluice
+ * (`KafkaSource` → default policies → `S3Sink`, CRC32 checked by HEAD) against
+ * a plain loop doing the same work (`plain.ts`), and the S3 server's own
+ * ceiling (`ceiling.ts`), in one run.
+ *
+ * ```sh
+ * npm run bench:e2e [-- --records 1000000 --partitions 8 --rounds 3 --ceiling-seconds 10 --json]
+ * npm run bench:e2e -- --rounds 1 --cpu-prof /tmp/prof   # + a V8 CPU profile of every contender run
+ * ```
+ *
+ * `npm run bench:e2e` goes through `scripts/bench-e2e.sh`, which starts the
+ * broker and the S3 server (`scripts/services.sh up`), sources their
+ * `.services/*.env`, runs this file on the workspace's sources
+ * (`--conditions=@sluice/source`), and stops the services again unless they
+ * were already running.
+ *
+ * 1. One topic of `--records` records of 150 B over `--partitions` partitions
+ *    is produced once.
+ * 2. Each of `--rounds` rounds archives the whole topic twice, Sluice and the
+ *    plain loop (the order alternates), each in its own child process, with
+ *    its own consumer group and its own bucket. The plain loop's objects hold
+ *    as many records as Sluice's objects sealed on fill held (the median, from
+ *    their manifests), so both write objects of the same size.
+ * 3. After each run the bucket is read back from outside (`archive.ts`): every
+ *    offset of every partition exactly once, each record the one produced
+ *    there, the group's commits at the end offsets. Anything else fails the
+ *    benchmark.
+ * 4. The ceiling: bare `PutObject`s of that object size, 8, 16 and 32 in
+ *    flight, `--ceiling-seconds` each; the best is the server's ceiling. A
+ *    fourth flood at 8 adds what the contenders add per object (CRC32, HEAD).
+ *
+ * Records/s are medians over the rounds. With `--json` the report goes to
+ * stderr and stdout holds one line, a JSON object:
+ * `{ sluiceRecordsPerSecond, plainRecordsPerSecond, ratio,
+ * serverCeilingBytesPerSecond, fractionOfCeiling, … }`, where
+ * `fractionOfCeiling` is Sluice's object bytes per second over the ceiling.
+ */
+import { spawn } from "node:child_process"
+import * as Os from "node:os"
+import { fileURLToPath } from "node:url"
+import { CreateBucketCommand } from "@aws-sdk/client-s3"
+import * as Archive from "./archive.ts"
+import * as Ceiling from "./ceiling.ts"
+import type { Job, Result } from "./contender.ts"
+import * as Plain from "./plain.ts"
+import * as Services from "./services.ts"
+import * as Sluice from "./sluice.ts"
+
+const argValue = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : undefined
+}
+const count = (name: string, fallback: number): number => {
+  const text = argValue(name)
+  const value = text === undefined ? fallback : Number(text.replace(/[_,]/g, ""))
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--${name} needs a whole number ≥ 1, got ${text}`)
+  return value
+}
+
+// --- child roles ------------------------------------------------------------
+// Each run happens in a child process (`--role`), so that its peak RSS, heap
+// and JIT state are its own; it prints one `RESULT <json>` line.
+
+const RESULT = "RESULT "
+/** `--cpu-prof DIR`: the contenders' children write V8 CPU profiles there (to see where their time goes). */
+const cpuProfileDir = argValue("cpu-prof")
+
+/** Runs `role` in a child process on the same Node flags; its result, or a loud failure. */
+function child<A>(childRole: string, job: object, timeoutMillis: number): Promise<A> {
+  return new Promise((resolve, reject) => {
+    const self = fileURLToPath(import.meta.url)
+    const profile = cpuProfileDir !== undefined && childRole !== "flood" ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`] : []
+    const proc = spawn(process.execPath, [...process.execArgv, ...profile, self, "--role", childRole, "--job", JSON.stringify(job)], {
+      stdio: ["ignore", "pipe", "inherit"],
+      timeout: timeoutMillis,
+      killSignal: "SIGKILL"
+    })
+    let out = ""
+    proc.stdout.setEncoding("utf8")
+    proc.stdout.on("data", (text: string) => {
+      out += text
+    })
+    proc.on("error", reject)
+    proc.on("close", (code, signal) => {
+      const lines = out.split("\n")
+      for (const line of lines) if (line !== "" && !line.startsWith(RESULT)) process.stderr.write(`  [${childRole}] ${line}\n`)
+      const result = lines.find((line) => line.startsWith(RESULT))
+      if (code === 0 && result !== undefined) resolve(JSON.parse(result.slice(RESULT.length)) as A)
+      else reject(new Error(`${childRole} run ${signal === null ? `exited with ${code}` : `killed (${signal}) after ${timeoutMillis / 1000} s`}`))
+    })
+  })
+}
+
+// --- the run ----------------------------------------------------------------
+
+type Contender = "sluice" | "plain"
+
+interface Row {
+  readonly round: number
+  readonly contender: Contender
+  readonly result: Result
+  readonly archive: Archive.Archive
+  readonly cpu: { readonly s3: number | undefined; readonly kafka: number | undefined }
+}
+
+const median = (xs: ReadonlyArray<number>): number => {
+  const s = [...xs].sort((a, b) => a - b)
+  if (s.length === 0) return 0
+  const mid = Math.floor(s.length / 2)
+  return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2
+}
+const delta = (after: number | undefined, before: number | undefined): number | undefined =>
+  after === undefined || before === undefined ? undefined : after - before
+
+const k = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : `${(n / 1e3).toFixed(0)} k`)
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`
+const pct = (x: number | undefined) => (x === undefined ? "?" : `${(100 * x).toFixed(0)}%`)
+const sec = (x: number | undefined) => (x === undefined ? "?" : `${x.toFixed(2)} s`)
+
+async function main(): Promise<void> {
+  const json = process.argv.includes("--json")
+  const records = count("records", 1_000_000)
+  const partitions = count("partitions", 8)
+  const rounds = count("rounds", 3)
+  const ceilingSeconds = count("ceiling-seconds", 10)
+  const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
+  const services = Services.fromEnv()
+  const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
+  const client = Services.s3Client(services)
+  const id = `${Date.now().toString(36)}-${process.pid}`
+  const topic = `sluice-bench-e2e-${id}`
+  const buckets = new Set<string>()
+  const newBucket = async (name: string) => {
+    await client.send(new CreateBucketCommand({ Bucket: name }))
+    buckets.add(name)
+    return name
+  }
+  const childTimeout = 60_000 + records * 0.2
+
+  say(`bench:e2e — ${records.toLocaleString("en-US")} records × ${Services.RECORD_BYTES} B over ${partitions} partitions, ${rounds} rounds`)
+  say(`machine: ${Os.cpus().length} cores, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, load ${Os.loadavg().map((l) => l.toFixed(1)).join(" ")}, Node ${process.version}`)
+  say(`Kafka ${services.brokers.join(",")}, S3 ${services.s3.endpoint}`)
+  try {
+    const t0 = performance.now()
+    const ends = await Services.produceTopic(services, topic, partitions, records)
+    const produceSeconds = (performance.now() - t0) / 1000
+    say(`produced ${topic} in ${produceSeconds.toFixed(1)} s (${k(records / produceSeconds)} records/s)`)
+
+    const rows: Array<Row> = []
+    // Records per object of Sluice's objects sealed on fill (set by its first run, which comes first).
+    let fill = { records: 0, bytes: 0 }
+    for (let round = 1; round <= rounds; round++) {
+      const order: ReadonlyArray<Contender> = round % 2 === 1 ? ["sluice", "plain"] : ["plain", "sluice"]
+      for (const contender of order) {
+        const bucket = await newBucket(`bench-e2e-${id}-${contender}-${round}`)
+        const job: Job = { topic, partitions, records, groupId: `${topic}-${contender}-${round}`, bucket, recordsPerObject: fill.records }
+        const before = Services.serviceCpu(repoRoot)
+        const result = await child<Result>(contender, job, childTimeout)
+        const after = Services.serviceCpu(repoRoot)
+        const archive = await Archive.check(client, bucket, ends, contender === "sluice")
+        const committed = await Services.groupOffsets(services, job.groupId, topic, partitions)
+        if (committed.some((offset, p) => offset !== ends[p])) {
+          throw new Error(`${contender} round ${round}: group ${job.groupId} committed ${committed.join(",")}, topic ends at ${ends.join(",")}`)
+        }
+        if (result.records !== records || archive.records !== records) {
+          throw new Error(`${contender} round ${round}: reported ${result.records}, stored ${archive.records} of ${records} records`)
+        }
+        if (contender === "sluice") {
+          fill = archive.filledRecords > 0
+            ? { records: archive.filledRecords, bytes: archive.filledBytes }
+            : { records: Math.ceil(archive.records / archive.objects), bytes: Math.ceil(archive.objectBytes / archive.objects) }
+        }
+        await Archive.removeBucket(client, bucket)
+        buckets.delete(bucket)
+        const row: Row = { round, contender, result, archive, cpu: { s3: delta(after.s3, before.s3), kafka: delta(after.kafka, before.kafka) } }
+        rows.push(row)
+        say(
+          `round ${round} ${contender.padEnd(6)} ${result.seconds.toFixed(2)} s  ${k(records / result.seconds)} records/s  ` +
+            `${mb(archive.objectBytes / result.seconds)}/s  ${archive.objects} objects of ${mb(archive.objectBytes / archive.objects)} (verified)`
+        )
+      }
+    }
+
+    // The server's ceiling, at the size of Sluice's filled objects.
+    const objectBytes = fill.bytes
+    const floodBucket = await newBucket(`bench-e2e-${id}-ceiling`)
+    const floods: Array<Ceiling.FloodJob & Ceiling.FloodResult & { readonly s3Cpu: number | undefined }> = []
+    for (const [concurrency, mode] of [[8, "bare"], [16, "bare"], [32, "bare"], [8, "verified"]] as const) {
+      const job: Ceiling.FloodJob = { bucket: floodBucket, objectBytes, concurrency, seconds: ceilingSeconds, mode }
+      const before = Services.serviceCpu(repoRoot)
+      const result = await child<Ceiling.FloodResult>("flood", job, ceilingSeconds * 1000 + 120_000)
+      floods.push({ ...job, ...result, s3Cpu: delta(Services.serviceCpu(repoRoot).s3, before.s3) })
+      say(`flood ${mode.padEnd(8)} ×${String(concurrency).padEnd(2)} ${mb(objectBytes)} objects: ${result.puts} puts, ${mb(result.bytesPerSecond)}/s, p50 ${result.p50Millis.toFixed(0)} ms`)
+    }
+    await Archive.removeBucket(client, floodBucket)
+    buckets.delete(floodBucket)
+
+    const of = (c: Contender) => rows.filter((r) => r.contender === c)
+    const rate = (c: Contender) => median(of(c).map((r) => records / r.result.seconds))
+    const byteRate = (c: Contender) => median(of(c).map((r) => r.archive.objectBytes / r.result.seconds))
+    const peak = (c: Contender) => Math.max(...of(c).map((r) => r.result.peakRssBytes))
+    const sluiceRecordsPerSecond = rate("sluice")
+    const plainRecordsPerSecond = rate("plain")
+    const serverCeilingBytesPerSecond = Math.max(...floods.filter((f) => f.mode === "bare").map((f) => f.bytesPerSecond))
+    const summary = {
+      sluiceRecordsPerSecond: Math.round(sluiceRecordsPerSecond),
+      plainRecordsPerSecond: Math.round(plainRecordsPerSecond),
+      ratio: round3(sluiceRecordsPerSecond / plainRecordsPerSecond),
+      serverCeilingBytesPerSecond: Math.round(serverCeilingBytesPerSecond),
+      fractionOfCeiling: round3(byteRate("sluice") / serverCeilingBytesPerSecond),
+      sluiceBytesPerSecond: Math.round(byteRate("sluice")),
+      plainBytesPerSecond: Math.round(byteRate("plain")),
+      objectBytes,
+      recordsPerObject: fill.records,
+      records,
+      partitions,
+      rounds,
+      sluicePeakRssBytes: peak("sluice"),
+      plainPeakRssBytes: peak("plain")
+    }
+
+    say("")
+    say("| round | contender | s | records/s | object MB/s | objects | mean object | peak RSS | node CPU | S3 CPU | Kafka CPU | event loop busy |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (const r of rows) {
+      say(
+        `| ${r.round} | ${r.contender} | ${r.result.seconds.toFixed(2)} | ${k(records / r.result.seconds)} | ${mb(r.archive.objectBytes / r.result.seconds)} | ` +
+          `${r.archive.objects} | ${mb(r.archive.objectBytes / r.archive.objects)} | ${mb(r.result.peakRssBytes)} | ${sec(r.result.cpuSeconds)} | ` +
+          `${sec(r.cpu.s3)} | ${sec(r.cpu.kafka)} | ${pct(r.result.eventLoopUtilization)} |`
+      )
+    }
+    say("")
+    for (const r of rows) {
+      const d = r.result.detail
+      say(
+        `round ${r.round} ${r.contender}: first record read at ${sec(d["firstReadSeconds"])}, last at ${sec(d["allReadSeconds"])}, ` +
+          `last commit at ${sec(r.result.seconds)}`
+      )
+      say(
+        r.contender === "sluice"
+          ? `round ${r.round} sluice: uploads at the concurrency limit ${pct(d["uploadsAtLimit"])} of the time, memory-bound ${pct(d["memoryBound"])}, ` +
+            `read gate closed ${pct(d["readGateClosed"])}, batches queued ${pct(d["batchesQueued"])}; concurrency mean ${(d["meanConcurrency"] ?? 0).toFixed(1)} ` +
+            `max ${d["maxConcurrency"]}; peak held ${mb(d["maxInflightBytes"] ?? 0)}; ${d["requests"]} requests, ${d["retries"]} retries, ${d["throttles"]} throttles`
+          : `round ${r.round} plain: waiting for a free upload slot ${pct(d["waitingForStore"])} of the time, for the next Kafka message ${pct(d["waitingForKafka"])}`
+      )
+    }
+    say("")
+    say("| flood | in flight | puts | MB/s | p50 ms | S3 CPU |")
+    say("|---|---|---|---|---|---|")
+    for (const f of floods) say(`| ${f.mode} | ${f.concurrency} | ${f.puts} | ${mb(f.bytesPerSecond)} | ${f.p50Millis.toFixed(0)} | ${sec(f.s3Cpu)} |`)
+    say("")
+    const met = summary.ratio >= 1 && (summary.fractionOfCeiling >= 0.8 || sluiceRecordsPerSecond >= 1e6)
+    say(
+      `median: Sluice ${k(sluiceRecordsPerSecond)} records/s (${mb(summary.sluiceBytesPerSecond)}/s), plain ${k(plainRecordsPerSecond)} records/s ` +
+        `(${mb(summary.plainBytesPerSecond)}/s), ratio ${summary.ratio}; ceiling ${mb(serverCeilingBytesPerSecond)}/s, Sluice at ${pct(summary.fractionOfCeiling)} of it ` +
+        `→ target (ratio ≥ 1 and ≥ 80% of the ceiling or ≥ 1 M records/s) ${met ? "met" : "NOT met"}`
+    )
+    say(`load at the end: ${Os.loadavg().map((l) => l.toFixed(1)).join(" ")}`)
+    if (json) process.stdout.write(`${JSON.stringify(summary)}\n`)
+  } finally {
+    for (const bucket of buckets) await Archive.removeBucket(client, bucket).catch(() => undefined)
+    await Services.deleteTopic(services, topic)
+    client.destroy()
+  }
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000
+}
+
+// --- entry ------------------------------------------------------------------
+
+const role = argValue("role")
+if (role !== undefined) {
+  const job: unknown = JSON.parse(argValue("job") ?? "{}")
+  const services = Services.fromEnv()
+  const work = role === "sluice"
+    ? Sluice.run(job as Job, services)
+    : role === "plain"
+    ? Plain.run(job as Job, services)
+    : role === "flood"
+    ? Ceiling.run(job as Ceiling.FloodJob, services)
+    : Promise.reject(new Error(`unknown --role ${role}`))
+  work.then(
+    (result) => {
+      process.stdout.write(`${RESULT}${JSON.stringify(result)}\n`)
+      process.exit(0)
+    },
+    (error: unknown) => {
+      console.error(`bench:e2e ${role}:`, error)
+      process.exit(1)
+    }
+  )
+} else {
+  main().catch((error: unknown) => {
+    console.error("bench:e2e FAILED:", error instanceof Error ? error.message : error)
+    process.exitCode = 1
+  })
+}
