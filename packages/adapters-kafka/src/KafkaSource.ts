@@ -128,10 +128,12 @@ export interface KafkaSource extends Source.Source {
  * - Read-ahead is bounded: at most `prefetch` events and `prefetchBytes`
  *   bytes of memory (counted as the pipeline's budget counts them, payload
  *   plus the per-record overhead) wait for the pipeline; no fetch starts
- *   while either is reached, and a fetch asks for at most the room left
- *   (split over the leader brokers; a broker still returns one record batch
- *   when the room is smaller). The buffer exceeds `prefetchBytes` by at most
- *   what the last fetch decoded to. `readAheadBytes` is `prefetchBytes`, so
+ *   while either is reached, and a fetch asks for the room left divided by
+ *   the memory per wire byte the last fetch showed (split over the leader
+ *   brokers; a broker still returns one record batch when the room is
+ *   smaller). The buffer exceeds `prefetchBytes` by what one fetch
+ *   under-estimated (the first assumes ~100 B records) plus one record batch
+ *   per leader. `readAheadBytes` is `prefetchBytes`, so
  *   the pipeline reserves it from its memory budget.
  * - `stats` holds counters and the last `statsHistory` events: bounded.
  * - `pause` stops fetching (a fetch in flight still delivers); `resume`

@@ -8,7 +8,7 @@ import { Deferred, Effect, Exit, Fiber, Stream } from "effect"
 import { describe, expect, it } from "vitest"
 import { Wakeup } from "../src/internal/Context.ts"
 import { EventBuffer } from "../src/internal/EventBuffer.ts"
-import { requestSizes } from "../src/internal/Fetcher.ts"
+import { expansionOf, requestSizes } from "../src/internal/Fetcher.ts"
 import { Membership } from "../src/internal/Membership.ts"
 import * as KafkaStats from "../src/KafkaStats.ts"
 
@@ -143,5 +143,15 @@ describe("Membership", () => {
     m.onJoin(new Set([1, 2, 3]), 3)
     expect(m.takePending()).toEqual({ assignment: [1, 2, 3], lost: new Set([0, 1]) })
     expect(m.hasPending).toBe(false)
+  })
+})
+
+describe("expansionOf (memory per wire byte, to size the next fetch)", () => {
+  it("is (payload + 208 B per record) over (payload + 8 B of framing per record), at least 1; none without records", () => {
+    const records = (n: number, bytes: number) => Record.chunkOf("t", 0, 0, Array.from({ length: n }, () => new Uint8Array(bytes)))
+    expect(expansionOf([records(10, 100)])).toBeCloseTo(308 / 108)
+    expect(expansionOf([records(10, 0)])).toBe(208 / 8) // tombstones: the next fetch asks for 1/26 of the room
+    expect(expansionOf([records(1, 1 << 20)])).toBeCloseTo(((1 << 20) + 208) / ((1 << 20) + 8))
+    expect(expansionOf([])).toBeUndefined()
   })
 })

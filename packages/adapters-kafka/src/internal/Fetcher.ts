@@ -7,8 +7,7 @@
  *
  * @internal
  */
-import { Source } from "@sluice/core"
-import type { Record } from "@sluice/core"
+import { Record, Source } from "@sluice/core"
 import { Clock, Effect } from "effect"
 import { attempt, fetchResponseOf } from "./client.ts"
 import type { FetchResponse, KafkaConsumer } from "./client.ts"
@@ -136,9 +135,41 @@ const absorb = (ctx: Context, response: FetchResponse, requested: ReadonlyMap<nu
     return chunks
   })
 
-/** Fetches `active` partitions once, asking for at most `room` payload bytes; the chunks read. */
+/**
+ * Memory per byte on the wire assumed before the first fetch has shown it:
+ * records of ~100 B (100 B + 208 B of per-record overhead, over ~100 B on the
+ * wire). A first fetch of smaller records overshoots the room by what this
+ * under-estimates; larger records make it ask for less than it could.
+ */
+const INITIAL_EXPANSION = 3
+
+/** Bytes on the wire a record takes besides its payload, at least (Kafka's record framing). */
+const MIN_FRAMING_BYTES = 8
+
+/**
+ * Memory the chunks hold per byte they took on the wire, estimated (payload
+ * plus {@link MIN_FRAMING_BYTES} per record as the wire size, an upper bound
+ * on the ratio): at least 1.
+ */
+export const expansionOf = (chunks: ReadonlyArray<Record.RecordChunk>): number | undefined => {
+  let heap = 0
+  let wire = 0
+  for (const chunk of chunks) {
+    heap += Record.heapBytes(chunk)
+    wire += chunk.bytes + chunk.count * MIN_FRAMING_BYTES
+  }
+  return wire === 0 ? undefined : Math.max(1, heap / wire)
+}
+
+/**
+ * Fetches `active` partitions once so that what it reads fits `room` bytes of
+ * memory (counted as `Record.heapBytes`): the request asks for `room` divided
+ * by the memory per wire byte the last fetch showed (see
+ * {@link INITIAL_EXPANSION}); the chunks read.
+ */
 export const makeRound = (ctx: Context) => {
   let round = 0
+  let expansion = INITIAL_EXPANSION
   return (active: ReadonlyArray<PartitionState>, room: number): Effect.Effect<Array<Record.RecordChunk>, Source.SourceError> =>
     Effect.gen(function*() {
       const meta = yield* topicMetadata(ctx.consumer, ctx.name, ctx.topic)
@@ -154,7 +185,7 @@ export const makeRound = (ctx: Context) => {
       }
       const requested = new Map<number, number>()
       for (const s of ordered) requested.set(s.partition, s.next)
-      const sizes = requestSizes(ctx.config.fetch, room, byLeader.size)
+      const sizes = requestSizes(ctx.config.fetch, Math.floor(room / expansion), byLeader.size)
       const responses = yield* Effect.forEach(
         byLeader,
         ([node, states]) => fetchFrom(ctx, node, meta.id, states, sizes),
@@ -166,6 +197,7 @@ export const makeRound = (ctx: Context) => {
       for (const response of responses) {
         for (const chunk of yield* absorb(ctx, response, requested, now)) chunks.push(chunk)
       }
+      expansion = expansionOf(chunks) ?? expansion
       return chunks
     })
 }
