@@ -13,7 +13,7 @@ import { RecordEnvelope } from "@sluice/adapter-kafka"
 import { Batch } from "@sluice/core"
 import type { Sink, Source } from "@sluice/core"
 import { CommitGuard } from "@sluice/testkit"
-import { Effect, Schema } from "effect"
+import { Deferred, Effect, Schema, Stream } from "effect"
 import { describe, expect, it, vi } from "vitest"
 import { archiveTopic } from "../src/KafkaToS3.ts"
 
@@ -154,6 +154,98 @@ describe("examples/KafkaToS3", () => {
         }
       }
       expect(offsets).toEqual([perPartition, perPartition, perPartition])
+    } finally {
+      client.destroy()
+      await producer.close().catch(() => undefined)
+      await admin.close().catch(() => undefined)
+    }
+  })
+
+  it("follow mode drains on stop: open batches are sealed (drain), uploaded, verified and committed before it returns", async () => {
+    const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",")
+    const brokers: [string, ...Array<string>] = [broker ?? "", ...moreBrokers]
+    const s3 = {
+      endpoint: env("SLUICE_S3_ENDPOINT"),
+      region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",
+      accessKeyId: env("SLUICE_S3_ACCESS_KEY"),
+      secretAccessKey: env("SLUICE_S3_SECRET_KEY")
+    }
+    const id = `${process.pid}-${Date.now().toString(36)}-follow`
+    const topic = `sluice-example-${id}`
+    const bucket = `example-${id}`
+    const partitions = 2
+    const perPartition = 500
+    const client = new S3Client({
+      endpoint: s3.endpoint,
+      region: s3.region,
+      forcePathStyle: true,
+      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }
+    })
+    const admin = new Admin({ clientId: "sluice-example-admin", bootstrapBrokers: brokers })
+    const producer = new Producer({ clientId: "sluice-example-producer", bootstrapBrokers: brokers })
+    try {
+      await reachable(`S3 server at ${s3.endpoint}`, client.send(new CreateBucketCommand({ Bucket: bucket })))
+      await reachable(`Kafka broker ${brokers.join(",")}`, admin.createTopics({ topics: [topic], partitions, replicas: 1 }))
+      const messages = []
+      for (let partition = 0; partition < partitions; partition++) {
+        for (let offset = 0; offset < perPartition; offset++) {
+          messages.push({ topic, partition, key: Buffer.from(`k-${offset}`), value: Buffer.from(`order ${partition}/${offset}`) })
+        }
+      }
+      await producer.send({ messages })
+
+      // From outside: records the source handed the pipeline, and commits checked against verifies.
+      let read = 0
+      const verified = new CommitGuard.Ranges()
+      const guards: Array<CommitGuard.Checked> = []
+      wrap.sink = (sink) => CommitGuard.verifying(sink, verified)
+      wrap.source = (source) => {
+        const checked = CommitGuard.checking(source, verified)
+        guards.push(checked)
+        const events = checked.source.events.pipe(
+          Stream.tap((e) => Effect.sync(() => void (read += e._tag === "RecordChunk" ? e.count : 0)))
+        )
+        return { ...checked.source, events }
+      }
+      const stop = Effect.runSync(Deferred.make<void>())
+      const run = Effect.runPromise(archiveTopic({
+        brokers,
+        topic,
+        groupId: `${topic}-archiver`,
+        s3: { ...s3, bucket },
+        follow: { stop: Deferred.await(stop), drainDeadline: "30 seconds" }
+      }))
+      // Every record read: they sit in open batches (50 000 records, 5 s max age) until the drain seals them.
+      const deadline = Date.now() + 60_000
+      while (read < partitions * perPartition) {
+        if (Date.now() > deadline) throw new Error(`read ${read} of ${partitions * perPartition} records in 60 s`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      Effect.runSync(Deferred.succeed(stop, undefined))
+      const stats = await run
+      expect(stats.recordsCommitted).toBe(partitions * perPartition)
+      expect(guards[0]?.violations).toEqual([])
+
+      const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket }))
+      const manifests = (listed.Contents ?? []).map((o) => o.Key ?? "").filter((k) => k.endsWith(".manifest.json"))
+      const reasons = new Set<string>()
+      let records = 0
+      for (const key of manifests) {
+        const m = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))
+        const manifest = Schema.decodeUnknownSync(Schema.fromJsonString(Batch.Manifest))(await m.Body?.transformToString() ?? "")
+        reasons.add(manifest.sealReason)
+        records += manifest.records
+      }
+      expect(records).toBe(partitions * perPartition)
+      expect(reasons.has("drain")).toBe(true)
+      const committed = await admin.listConsumerGroupOffsets({ groups: [`${topic}-archiver`] })
+      const offsets = new Array<number>(partitions).fill(-1)
+      for (const g of committed) {
+        for (const t of g.topics) {
+          if (t.name === topic) for (const p of t.partitions) offsets[p.partitionIndex] = Number(p.committedOffset)
+        }
+      }
+      expect(offsets).toEqual([perPartition, perPartition])
     } finally {
       client.destroy()
       await producer.close().catch(() => undefined)
