@@ -8,7 +8,9 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
+import * as Compression from "./Compression.ts"
+import * as Bodies from "./internal/bodies.ts"
 import * as ObjectKey from "./ObjectKey.ts"
 import type { RecordChunk } from "./Record.ts"
 import { chunkOf } from "./Record.ts"
@@ -100,6 +102,11 @@ export interface SealedBatch {
   readonly chunks: ReadonlyArray<RecordChunk>
   /** A retention gap observed just before this batch, recorded in its manifest. */
   readonly gap?: GapRecord | undefined
+  /**
+   * How the object body is compressed (the pipeline's `compression` config);
+   * absent means `none`. Recorded in the manifest.
+   */
+  readonly compression?: Compression.Setting | undefined
 }
 
 /**
@@ -109,6 +116,8 @@ export interface SealedBatch {
  * **When to use**
  *
  * Testing a sink (yours or a third party's) without running a pipeline.
+ * With `compression`, the batch is stored compressed, as the pipeline's
+ * `compression` config would have it.
  *
  * **Example**
  *
@@ -129,6 +138,7 @@ export const make = (options: {
   readonly prefix?: string | undefined
   readonly sealReason?: SealReason | undefined
   readonly sequence?: number | undefined
+  readonly compression?: Compression.Setting | undefined
 }): SealedBatch => {
   const chunk = chunkOf(options.source, options.partition, options.firstOffset, options.payloads, 0)
   const lastOffset = options.firstOffset + Math.max(1, options.payloads.length) - 1
@@ -150,25 +160,47 @@ export const make = (options: {
     sealReason: options.sealReason ?? "records",
     openedAt: 0,
     sealedAt: 0,
-    chunks: chunk.count > 0 ? [chunk] : []
+    chunks: chunk.count > 0 ? [chunk] : [],
+    ...(options.compression !== undefined && options.compression.codec !== "none" ? { compression: options.compression } : {})
   }
 }
 
 /**
  * The manifest stored next to each object (`<key>.manifest.json`).
  *
+ * **Details**
+ *
+ * `version` is 1 for an uncompressed body and 2 for a compressed one, so that
+ * a reader older than compression (whose schema takes version 1 only) refuses
+ * a compressed object instead of reading its bytes as records. A manifest
+ * without `compression` (written before it existed) decodes as `"none"`.
+ *
  * @since 0.1.0
  */
 export const Manifest = Schema.Struct({
-  version: Schema.Literal(1),
+  version: Schema.Literals([1, 2]),
   key: Schema.String,
   source: Schema.String,
   partition: Schema.Number,
   firstOffset: Schema.Number,
   lastOffset: Schema.Number,
   records: Schema.Number,
-  /** Bytes of the object body (framed records). */
+  /** Bytes of the stored object (the framed records, compressed per `compression`): what the checksum covers. */
   objectBytes: Schema.Number,
+  /**
+   * The codec of the stored object (see `Compression.Codec`); `"none"` when
+   * absent.
+   *
+   * @since 0.2.0
+   */
+  compression: Compression.Codec.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Compression.Codec>("none"))),
+  /**
+   * Bytes of the framed records before compression (absent in manifests
+   * written before compression existed, where it equals `objectBytes`).
+   *
+   * @since 0.2.0
+   */
+  bodyBytes: Schema.optionalKey(Schema.Number),
   /** Bytes of the record payloads alone. */
   payloadBytes: Schema.Number,
   checksum: Checksum,
@@ -190,21 +222,53 @@ export const Manifest = Schema.Struct({
 export type Manifest = typeof Manifest.Type
 
 /**
- * Size of the object body for a batch: each record framed as a 4-byte big-endian
- * length followed by its payload.
+ * Size of the framed body of a batch, before any compression: each record
+ * framed as a 4-byte big-endian length followed by its payload.
+ *
+ * **When to use**
+ *
+ * The uncompressed size (the manifest's `bodyBytes`). The size of the stored
+ * object, compressed or not, is {@link objectBytes}.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ *
+ * Batch.bodyBytes(Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads: [new Uint8Array(10)] }))   // 14
+ * ```
  *
  * @since 0.1.0
  */
 export const bodyBytes = (batch: SealedBatch): number => batch.bytes + 4 * batch.records
 
 /**
- * Encodes the object body: length-prefixed records, in offset order.
+ * The codec `batch` is stored with (`"none"` when it carries none).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ *
+ * Batch.codecOf(Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads: [], compression: { codec: "zstd" } }))   // "zstd"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const codecOf = (batch: SealedBatch): Compression.Codec => compressed(batch)?.codec ?? "none"
+
+/**
+ * Encodes the object body as stored: length-prefixed records, in offset
+ * order, compressed as `batch.compression` says.
  *
  * **Details**
  *
- * The body is encoded **once per batch**: later calls with the same batch
- * object (a retry, another replica) return the same bytes until
- * {@link releaseBody}. Callers must not modify it.
+ * The body is encoded (and compressed) **once per batch**: later calls with
+ * the same batch object (a retry, another replica) return the same bytes
+ * until {@link releaseBody}. Callers must not modify it. Sinks call it from
+ * `putObject`; the pipeline has already compressed large bodies off the event
+ * loop by then ({@link prepareBody}), so a sink gets them from the memo. Called
+ * alone on a compressed batch, it compresses in place.
  *
  * Size-only (simulated) chunks encode as zero-filled payloads of their size, so a
  * simulated source can still drive a real sink.
@@ -214,26 +278,82 @@ export const bodyBytes = (batch: SealedBatch): number => batch.bytes + 4 * batch
  * ```ts
  * import { Batch } from "@sluice/core"
  * declare const batch: Batch.SealedBatch
+ * declare const manifest: Batch.Manifest   // the manifest written for it
  * const body: Uint8Array = Batch.encodeBody(batch)
- * const back: ReadonlyArray<Uint8Array> = Batch.decodeBody(body)
+ * const back: ReadonlyArray<Uint8Array> = Batch.decodeObject(manifest, body)
  * ```
  *
  * @since 0.1.0
  */
 export const encodeBody = (batch: SealedBatch): Uint8Array => {
-  const cached = bodies.get(batch)
+  const cached = Bodies.get(batch)
   if (cached !== undefined) return cached
-  const out = encode(batch)
-  bodies.set(batch, out)
-  return out
+  const framed = encode(batch)
+  const setting = compressed(batch)
+  return Bodies.remember(batch, setting === undefined ? framed : Compression.compressSync(framed, setting))
 }
 
 /**
- * Encoded bodies by batch, so that every attempt and every replica of one batch
- * shares one body. Weak: a batch that is dropped takes its body with it; the
- * pipeline also releases it explicitly ({@link releaseBody}) once stored.
+ * Encodes and compresses the body of a compressed batch ahead of its upload,
+ * a large one off the event loop (`Compression.compress`), into the memo
+ * {@link encodeBody} reads. Does nothing for an uncompressed batch: a sink
+ * encodes it at once when it needs it (a simulated store never does).
+ *
+ * **When to use**
+ *
+ * Before the object upload, outside its timing: the pipeline's uploader calls
+ * it so that compression time is neither in the `object_upload` latency
+ * sample nor a stall of the event loop.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Batch } from "@sluice/core"
+ * declare const batch: Batch.SealedBatch
+ *
+ * const size = Effect.map(Batch.prepareBody(batch), () => Batch.objectBytes(batch))
+ * ```
+ *
+ * @since 0.2.0
  */
-const bodies = new WeakMap<SealedBatch, Uint8Array>()
+export const prepareBody = (batch: SealedBatch): Effect.Effect<void> => {
+  const setting = compressed(batch)
+  if (setting === undefined || Bodies.get(batch) !== undefined) return Effect.void
+  return Effect.suspend(() => Compression.compress(encode(batch), setting)).pipe(
+    Effect.map((stored) => {
+      Bodies.remember(batch, stored)
+    })
+  )
+}
+
+/**
+ * Bytes of the stored object of `batch`: {@link bodyBytes} when it is not
+ * compressed; otherwise the compressed size, known once the body was encoded
+ * (it is compressed in place here if it never was).
+ *
+ * **When to use**
+ *
+ * What an upload of `batch` sends: the pipeline reports it as the upload
+ * sample's `bytes` (what the policies see) and the manifest as `objectBytes`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ *
+ * const batch = Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads: [new Uint8Array(1000)], compression: { codec: "gzip" } })
+ * Batch.objectBytes(batch) < Batch.bodyBytes(batch)   // true: 1004 zero-ish bytes compress well
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const objectBytes = (batch: SealedBatch): number =>
+  compressed(batch) === undefined ? bodyBytes(batch) : (Bodies.size(batch) ?? encodeBody(batch).byteLength)
+
+/** The batch's compression, unless it is none. */
+const compressed = (batch: SealedBatch): Compression.Setting | undefined =>
+  batch.compression === undefined || batch.compression.codec === "none" ? undefined : batch.compression
 
 /**
  * Forgets the memoized body of `batch` (see {@link encodeBody}); the next
@@ -259,7 +379,7 @@ const bodies = new WeakMap<SealedBatch, Uint8Array>()
  * @since 0.2.0
  */
 export const releaseBody = (batch: SealedBatch): void => {
-  bodies.delete(batch)
+  Bodies.release(batch)
 }
 
 const encode = (batch: SealedBatch): Uint8Array => {
@@ -288,7 +408,12 @@ const encode = (batch: SealedBatch): Uint8Array => {
 }
 
 /**
- * Decodes an object body back into record payloads.
+ * Splits a framed (uncompressed) body back into record payloads.
+ *
+ * **When to use**
+ *
+ * On bytes you know are not compressed. A stored object may be: read it
+ * with {@link decodeObject} and its manifest.
  *
  * @since 0.1.0
  */
@@ -303,6 +428,40 @@ export const decodeBody = (body: Uint8Array): ReadonlyArray<Uint8Array> => {
   }
   return out
 }
+
+/**
+ * Reads a stored object back into record payloads: decompresses it as its
+ * manifest says (`compression`, checked against `bodyBytes` when present),
+ * then splits the records ({@link decodeBody}).
+ *
+ * **When to use**
+ *
+ * Every reader of an archive: a manifest without `compression` (written
+ * before compression existed) reads as `"none"`.
+ *
+ * **Details**
+ *
+ * Throws `Compression.DecompressionFailed` when the bytes do not decompress
+ * with the manifest's codec to its `bodyBytes`. Record `i` sits at
+ * `recordOffsets(manifest)[i]`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ * declare const manifest: Batch.Manifest
+ * declare const stored: Uint8Array
+ *
+ * const records = Batch.decodeObject(manifest, stored)
+ * const offsets = Batch.recordOffsets(manifest)   // records[i] sits at offsets[i]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const decodeObject = (
+  manifest: Pick<Manifest, "compression" | "bodyBytes">,
+  stored: Uint8Array
+): ReadonlyArray<Uint8Array> => decodeBody(Compression.decompressSync(stored, manifest.compression, manifest.bodyBytes))
 
 /**
  * The batch's offsets as `[firstOffset, count]` runs of consecutive offsets.
@@ -330,7 +489,7 @@ export const offsetRuns = (batch: SealedBatch): Array<readonly [number, number]>
 
 /**
  * The offset of every record of a stored object, from its manifest (in body
- * order, matching `decodeBody`).
+ * order, matching `decodeObject`).
  *
  * **Example**
  *
@@ -339,7 +498,7 @@ export const offsetRuns = (batch: SealedBatch): Array<readonly [number, number]>
  * declare const manifest: Batch.Manifest
  * declare const body: Uint8Array
  * const offsets = Batch.recordOffsets(manifest)
- * const records = Batch.decodeBody(body) // records[i] sits at offsets[i]
+ * const records = Batch.decodeObject(manifest, body) // records[i] sits at offsets[i]
  * ```
  *
  * @since 0.1.0
@@ -352,19 +511,38 @@ export const recordOffsets = (manifest: Manifest): Array<number> => {
 }
 
 /**
- * Builds the manifest of a batch once its object is stored with `checksum`.
+ * Builds the manifest of a batch once its object is stored with `checksum`
+ * (computed over the stored bytes, compressed or not).
+ *
+ * **Details**
+ *
+ * `objectBytes` is the stored size ({@link objectBytes}), `bodyBytes` the
+ * framed size before compression, `compression` the codec; a compressed
+ * batch's manifest is version 2 (see {@link Manifest}).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ *
+ * const batch = Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads: [new Uint8Array(10)], compression: { codec: "zstd" } })
+ * const manifest = Batch.manifestOf(batch, { algorithm: "CRC32", value: "AAAAAA==" })
+ * manifest.compression // "zstd"; manifest.bodyBytes === 14
+ * ```
  *
  * @since 0.1.0
  */
 export const manifestOf = (batch: SealedBatch, checksum: Checksum): Manifest => ({
-  version: 1,
+  version: compressed(batch) === undefined ? 1 : 2,
   key: batch.key,
   source: batch.source,
   partition: batch.partition,
   firstOffset: batch.firstOffset,
   lastOffset: batch.lastOffset,
   records: batch.records,
-  objectBytes: bodyBytes(batch),
+  objectBytes: objectBytes(batch),
+  compression: codecOf(batch),
+  bodyBytes: bodyBytes(batch),
   payloadBytes: batch.bytes,
   checksum,
   sealReason: batch.sealReason,

@@ -166,6 +166,10 @@ export interface MemorySink extends Sink {
  *
  * **Details**
  *
+ * It stores what `Batch.encodeBody` returns: the compressed bytes when the
+ * batch is compressed (the pipeline's `compression`), with their checksum and
+ * size; read an object back with `Batch.decodeObject(manifests.get(key), body)`.
+ *
  * `latencyMillis(op, bytes)` adds a sleep per request (on the Effect clock);
  * `fault(op, key)` injects failures: a `SinkFailure` fails the request, and
  * `"corrupt"` on `putObject` stores a body with one byte flipped.

@@ -27,6 +27,7 @@ import type { MeterProvider } from "@opentelemetry/api"
 import { Cause, Context, Deferred, Effect, Layer, Schema, Scope, Stream } from "effect"
 import type { Duration } from "effect"
 import type { SealedBatch } from "./Batch.ts"
+import * as Compression from "./Compression.ts"
 import * as Config from "./Config.ts"
 import type { ConfigError } from "./Config.ts"
 import * as Knob from "./Knob.ts"
@@ -71,6 +72,8 @@ import type { BatchFailed } from "./stage/Uploader.ts"
  * | `retry.maxElapsed` | 15 minutes | > 0 | failing time of one batch (from its first failure) before `BatchFailed` |
  * | `retry.unreachableAttempts` | 3 | integer ≥ 1 | consecutive connection-refused / DNS failures (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, …) before `BatchFailed` |
  * | `maxVerifiedAhead` | 256 | integer ≥ 1 | verified batches of one partition that may wait behind an unverified one; past it the partition's new batches wait too (logged) |
+ * | `compression` | "none" | "none", "gzip", "zstd" | codec of object bodies: compressed once per batch, the checksum, `objectBytes` and the upload samples' `bytes` (what policies see) are over the stored bytes; the manifest records the codec (read back with `Batch.decodeObject`) |
+ * | `compressionLevel` | null | gzip 1–9, zstd 1–22, or null | the codec's level; null = its default (gzip 6, zstd 3); refused with "none" |
  *
  * A budget or batch size of 0 is refused (a budget of 0 admits nothing; a
  * batch target of 0 seals every record alone), as are `NaN` and `Infinity`.
@@ -93,8 +96,16 @@ export const PipelineConfig = Schema.Struct({
     maxElapsed: Config.PositiveMillis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("15 minutes"))),
     unreachableAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(3)))
   }).pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
-  maxVerifiedAhead: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(256)))
-})
+  maxVerifiedAhead: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(256))),
+  compression: Compression.Codec.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Compression.Codec>("none"))),
+  compressionLevel: Schema.NullOr(Schema.Int).pipe(Schema.withDecodingDefaultKey(Effect.succeed(null)))
+}).check(
+  // The level's range depends on the codec (Compression.LEVELS).
+  Schema.makeFilter((c) => {
+    const problem = Compression.levelProblem(c.compression, c.compressionLevel)
+    return problem === undefined || { path: ["compressionLevel"], issue: problem }
+  })
+)
 
 /**
  * @since 0.1.0
@@ -252,7 +263,7 @@ export const start = <E = never>(
     const stats = Stats.make(knobs.current().readGate)
     const publish = bus.publishUnsafe
     const done = yield* Deferred.make<PipelineStats, PipelineError>()
-    const sealer = new Sealer({ prefix: config.keyPrefix, charge: MemoryBudget.chargeOf })
+    const sealer = new Sealer({ prefix: config.keyPrefix, charge: MemoryBudget.chargeOf, compression: compressionOf(config) })
     const limiter = yield* Limiter.make({ knobs, stats, metrics, publish })
     const committer = yield* Committer.make({ source, stats, metrics })
     let sourceDone = false
@@ -331,6 +342,9 @@ export const start = <E = never>(
     })
     return { config, stats: () => stats, knobs, bus, await: Deferred.await(done), drain }
   })
+
+const compressionOf = (config: PipelineConfig): Compression.Setting | undefined =>
+  config.compression === "none" ? undefined : { codec: config.compression, level: config.compressionLevel ?? undefined }
 
 const retryBudget = (config: PipelineConfig): RetryBudget => ({
   maxAttempts: config.retry.maxAttempts,

@@ -8,6 +8,7 @@
  * @since 0.1.0
  */
 import type { BatchTarget, GapRecord, SealedBatch, SealReason } from "./Batch.ts"
+import type * as Compression from "./Compression.ts"
 import * as ObjectKey from "./ObjectKey.ts"
 import type { RecordChunk } from "./Record.ts"
 import { lastOffset, splitAt } from "./Record.ts"
@@ -36,6 +37,8 @@ export interface SealerOptions {
    * sealer sums it per open batch ({@link Sealer.openCharge}).
    */
   readonly charge?: ((chunk: RecordChunk) => number) | undefined
+  /** How sealed batches' bodies are compressed (default: not at all). */
+  readonly compression?: Compression.Setting | undefined
 }
 
 /**
@@ -65,10 +68,13 @@ export class Sealer {
 
   private readonly options: SealerOptions
   private readonly chargeOf: (chunk: RecordChunk) => number
+  /** The batches' compression; undefined for none (batches then carry none). */
+  private readonly compression: Compression.Setting | undefined
 
   constructor(options: SealerOptions = {}) {
     this.options = options
     this.chargeOf = options.charge ?? ((chunk) => chunk.bytes)
+    this.compression = options.compression?.codec === "none" ? undefined : options.compression
   }
 
   /** Number of open batches. */
@@ -227,7 +233,8 @@ export class Sealer {
       openedAt: batch.openedAt,
       sealedAt: now,
       chunks: batch.chunks,
-      gap: batch.gap
+      gap: batch.gap,
+      ...(this.compression !== undefined ? { compression: this.compression } : {})
     }
   }
 }

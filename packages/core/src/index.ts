@@ -6,6 +6,7 @@
  */
 export * as Batch from "./Batch.ts"
 export * as CommitTracker from "./CommitTracker.ts"
+export * as Compression from "./Compression.ts"
 export * as Config from "./Config.ts"
 export * as Failure from "./Failure.ts"
 export * as Fixed from "./Fixed.ts"

@@ -6,8 +6,10 @@
  * and the retry **resumes at the stage that failed**: a throttled verify (HEAD)
  * verifies again, it does not upload the object again; the receipt (key, size,
  * checksum) of the stored object is kept in the batch's state, and the encoded
- * body is built once per batch (`Batch.encodeBody` memoizes it until the batch
- * is released). Only a `VerificationFailed` (the stored object is not ours)
+ * body is built (and compressed, `compression` config) once per batch
+ * (`Batch.encodeBody` memoizes it until the batch is released), before the
+ * timed put: the `object_upload` sample's `bytes` is the stored size. Only a
+ * `VerificationFailed` (the stored object is not ours)
  * starts again at put object. A failure the policy gives up on fails the run
  * with {@link BatchFailed}; nothing of that batch is committed.
  *
@@ -441,7 +443,10 @@ const runStages = (
     let stage: UploadStage = receipt === undefined ? "object_upload" : state.stage
     const failed = (error: SinkFailure | VerificationFailed) => ({ error, state: { ...state, stage, receipt } })
     if (stage === "object_upload") {
-      receipt = yield* limiter.measure("object_upload", Batch.bodyBytes(batch), attempt, sink.putObject(batch)).pipe(
+      // Compressed (off the event loop when large) before the timed request:
+      // the sample is the store's latency, and its bytes what is sent.
+      yield* Batch.prepareBody(batch)
+      receipt = yield* limiter.measure("object_upload", Batch.objectBytes(batch), attempt, sink.putObject(batch)).pipe(
         Effect.mapError(failed)
       )
       // Stored: the body is not needed again (a retry resumes after this stage).

@@ -9,6 +9,7 @@
 import * as Batch from "../../Batch.ts"
 import * as Record from "../../Record.ts"
 import { Effect } from "effect"
+import * as Bodies from "../bodies.ts"
 import type * as Ledger from "./Ledger.ts"
 import * as Replica from "./Replica.ts"
 
@@ -22,12 +23,16 @@ export interface Report {
 export const REPAIR_CONCURRENCY = 4
 
 /**
- * Rebuilds the batch an object holds from its manifest and body, so it can be
- * written to another replica through the ordinary `Sink` contract.
+ * Rebuilds the batch an object holds from its manifest and stored body, so it
+ * can be written to another replica through the ordinary `Sink` contract.
+ * A compressed object is decompressed to rebuild the records, and the stored
+ * bytes themselves become the batch's body: the copy is byte for byte the
+ * source's, whatever level compressed it. Throws
+ * `Compression.DecompressionFailed` when the body does not decompress.
  */
 export const batchFromObject = (manifest: Batch.Manifest, body: Uint8Array): Batch.SealedBatch => {
-  const payloads = Batch.decodeBody(body)
-  return {
+  const payloads = Batch.decodeObject(manifest, body)
+  const batch: Batch.SealedBatch = {
     key: manifest.key,
     source: manifest.source,
     partition: manifest.partition,
@@ -40,8 +45,11 @@ export const batchFromObject = (manifest: Batch.Manifest, body: Uint8Array): Bat
     openedAt: manifest.openedAt,
     sealedAt: manifest.sealedAt,
     chunks: [Record.chunkOf(manifest.source, manifest.partition, manifest.firstOffset, payloads)],
-    ...(manifest.gap !== undefined ? { gap: manifest.gap } : {})
+    ...(manifest.gap !== undefined ? { gap: manifest.gap } : {}),
+    ...(manifest.compression !== "none" ? { compression: { codec: manifest.compression } } : {})
   }
+  if (manifest.compression !== "none") Bodies.remember(batch, body)
+  return batch
 }
 
 const allFailed = (deficit: Ledger.DeficitView, reason: string): Report => ({
@@ -59,8 +67,13 @@ const readSource = (replicas: ReadonlyArray<Replica.Replica>, deficit: Ledger.De
     const read = yield* Effect.result(Effect.all([from.readManifest(deficit.key), from.readObject(deficit.key)]))
     if (read._tag === "Failure") return { _tag: "Failed" as const, reason: `read from ${from.name}: ${read.failure.code}` }
     const [manifest, body] = read.success
-    const batch = batchFromObject(manifest, body)
-    if (Batch.bodyBytes(batch) !== manifest.objectBytes || batch.records !== manifest.records) {
+    const rebuilt = yield* Effect.result(Effect.try(() => batchFromObject(manifest, body)))
+    if (rebuilt._tag === "Failure") return { _tag: "Failed" as const, reason: `${from.name} holds a body that does not decompress as ${manifest.compression}` }
+    const batch = rebuilt.success
+    if (
+      body.byteLength !== manifest.objectBytes || Batch.bodyBytes(batch) !== (manifest.bodyBytes ?? manifest.objectBytes) ||
+      batch.records !== manifest.records
+    ) {
       return { _tag: "Failed" as const, reason: `${from.name} holds a body that does not match its manifest` }
     }
     return { _tag: "Read" as const, manifest, batch }
