@@ -1,6 +1,8 @@
 /**
  * bench:e2e — checking an archive from outside: every object in a bucket is
- * listed and read back, every record decoded (`Batch.decodeBody`, then
+ * listed and read back, every record decoded (`Batch.decodeObject` with its
+ * manifest, which decompresses per its `compression`, or `Batch.decodeBody`
+ * for the plain contender's manifest-less objects; then
  * `RecordEnvelope.decode`), and each partition must hold every offset from 0
  * to its end exactly once, each record the one produced there; Sluice's
  * manifests must match their objects. The group's committed offsets must be
@@ -83,7 +85,11 @@ export const check = async (
     if (m === null || partitionRanges === undefined) throw new Error(`${bucket}: key ${key} names no partition of the topic`)
     const body = await getBytes(client, bucket, key)
     if (body.byteLength !== size) throw new Error(`${bucket}/${key}: listed ${size} bytes, read ${body.byteLength}`)
-    const payloads = Batch.decodeBody(body)
+    const manifestKey = key.replace(/\.rec$/, ".manifest.json")
+    if (withManifests && !manifestKeys.has(manifestKey)) throw new Error(`${bucket}/${key}: no manifest`)
+    const manifest = withManifests ? decodeManifest(decoder.decode(await getBytes(client, bucket, manifestKey))) : undefined
+    // Decompressed as the manifest says (a plain archive has none: not compressed).
+    const payloads = manifest === undefined ? Batch.decodeBody(body) : Batch.decodeObject(manifest, body)
     if (payloads.length !== last - first + 1) throw new Error(`${bucket}/${key}: ${payloads.length} records for offsets ${first}..${last}`)
     payloads.forEach((payload, i) => {
       const value = RecordEnvelope.decode(payload).value
@@ -92,10 +98,7 @@ export const check = async (
         throw new Error(`${bucket}/${key}: record ${i} is not the record produced at ${partition}/${first + i}`)
       }
     })
-    if (withManifests) {
-      const manifestKey = key.replace(/\.rec$/, ".manifest.json")
-      if (!manifestKeys.has(manifestKey)) throw new Error(`${bucket}/${key}: no manifest`)
-      const manifest = decodeManifest(decoder.decode(await getBytes(client, bucket, manifestKey)))
+    if (manifest !== undefined) {
       if (manifest.partition !== partition || manifest.firstOffset !== first || manifest.lastOffset !== last ||
         manifest.records !== payloads.length || manifest.objectBytes !== body.byteLength || manifest.checksum.algorithm !== "CRC32") {
         throw new Error(`${bucket}/${key}: manifest does not match the object (${JSON.stringify(manifest)})`)

@@ -42,8 +42,10 @@ const program = Effect.gen(function*() {
   // Prove it: decode every object and count each position once.
   const seen = new Set<string>()
   const decoder = new TextDecoder()
-  for (const { body } of sink.objects.values()) {
-    for (const payload of Batch.decodeBody(body)) {
+  for (const [key, { body }] of sink.objects) {
+    const manifest = sink.manifests.get(key)
+    if (manifest === undefined) throw new Error(`no manifest for ${key}`)
+    for (const payload of Batch.decodeObject(manifest, body)) {
       const position = decoder.decode(payload).replace(/\.+$/, "")
       if (seen.has(position)) throw new Error(`duplicate record ${position}`)
       seen.add(position)

@@ -18,7 +18,7 @@
  *
  * The envelope holds only offset-independent data: the partition and offset of
  * a record are given by the batch manifest and the record's index in the object
- * (`Batch.decodeBody`). A record with a null key, no headers and a `v`-byte
+ * (`Batch.decodeObject`). A record with a null key, no headers and a `v`-byte
  * value takes `21 + v` bytes.
  *
  * **Example**
@@ -27,8 +27,9 @@
  * import { Batch } from "@sluice/core"
  * import { RecordEnvelope } from "@sluice/adapter-kafka"
  *
+ * declare const manifest: Batch.Manifest // its manifest (`<key>.manifest.json`)
  * declare const body: Uint8Array // an archived object
- * for (const payload of Batch.decodeBody(body)) {
+ * for (const payload of Batch.decodeObject(manifest, body)) {
  *   const { timestamp, key, headers, value } = RecordEnvelope.decode(payload)
  *   console.log(new Date(timestamp), key, headers.length, value?.byteLength)
  * }
@@ -230,9 +231,10 @@ export const encode = (record: EnvelopeInput): Uint8Array => {
  * import { Batch } from "@sluice/core"
  * import { RecordEnvelope } from "@sluice/adapter-kafka"
  *
+ * declare const manifest: Batch.Manifest // its manifest (`<key>.manifest.json`)
  * declare const body: Uint8Array // an archived object (recordFormat "envelope")
  * const text = new TextDecoder()
- * for (const payload of Batch.decodeBody(body)) {
+ * for (const payload of Batch.decodeObject(manifest, body)) {
  *   const record = RecordEnvelope.decode(payload)
  *   const key = record.key === null ? null : text.decode(record.key)
  *   const headers = record.headers.map(([k, v]) => [text.decode(k), v === null ? null : text.decode(v)])
