@@ -36,7 +36,10 @@ export const usage = `usage:
   sluice-sim matrix <dir> --policy <a> [--policy <b> ...] [--json]
   sluice-sim --help | --version
 
-  <spec>: fixed:N | base | a composition of @sluice/policies (e.g. aimd+throttle+shared+batch)
+  <spec>: fixed:N | base | a composition of @sluice/policies (e.g. aimd+throttle+shared+batch),
+          with policy modules as members: ./my-policy.js, some-package (e.g. ./arc.js+throttle+shared);
+          a module's default export is a policies Layer, { layer, floors? }, a Policy (with a named
+          export "config"), or { policy, config }
   --json          also print the summary as JSON on the last line (matrix: an array)
   --trace <csv>   write the trace (one row per 100 virtual ms) as CSV
   --plot <svg>    write the trace as an SVG plot
@@ -250,12 +253,21 @@ const writeOut = (path: string, text: string) =>
     await writeFile(path, text)
   })
 
-const runCommand = (args: Args, print: (line: string) => void) =>
+/** A progress line on stderr: what runs now, and how the last cell ended. */
+const progressLine = (at: string, scenario: Scenario.Scenario, spec: string) =>
+  `${at} ${scenario.name} × ${spec} (${Math.round(scenario.duration / 1000)} virtual s) …`
+
+const cellDone = (cell: Cell) =>
+  `  goodput ${fmt(cell.summary.goodputRatio)}, worst phase ${fmt(cell.summary.worstPhaseGoodput)}, max lag ${fmt(cell.summary.maxLagSeconds, 1)} s, ${cell.summary.wallMillis} ms`
+
+const runCommand = (args: Args, print: (line: string) => void, progress: (line: string) => void) =>
   Effect.gen(function*() {
     if (args.target === undefined) return yield* Effect.fail(`sluice-sim: run needs a scenario file\n${usage}`)
     const scenario = yield* Scenario.load(args.target)
     if (args.policies.length > 1) return yield* Effect.fail("sluice-sim: run takes one --policy (use matrix for several)")
-    const cell = yield* runOne(scenario, args.policies[0] ?? "base")
+    const spec = args.policies[0] ?? "base"
+    progress(progressLine("running", scenario, spec))
+    const cell = yield* runOne(scenario, spec)
     if (args.trace !== undefined) yield* writeOut(args.trace, Trace.toCsv(cell.trace))
     if (args.plot !== undefined) {
       const svg = yield* Plot.toSvg(cell.trace, `${cell.summary.scenario} · ${cell.summary.policy}`)
@@ -266,16 +278,22 @@ const runCommand = (args: Args, print: (line: string) => void) =>
     return cell.failures.length === 0 && cell.summary.failure === null ? 0 : 1
   })
 
-const matrixCommand = (args: Args, print: (line: string) => void) =>
+const matrixCommand = (args: Args, print: (line: string) => void, progress: (line: string) => void) =>
   Effect.gen(function*() {
     const dir = args.target
     if (dir === undefined) return yield* Effect.fail(`sluice-sim: matrix needs a directory of scenario files\n${usage}`)
     const files = (yield* Effect.promise(() => readdir(dir))).filter((f) => f.endsWith(".json")).sort()
     const specs = args.policies.length > 0 ? args.policies : ["base"]
     const cells: Array<Cell> = []
+    const total = files.length * specs.length
     for (const file of files) {
       const scenario = yield* Scenario.load(join(dir, file))
-      for (const spec of specs) cells.push(yield* runOne(scenario, spec))
+      for (const spec of specs) {
+        progress(progressLine(`[${cells.length + 1}/${total}]`, scenario, spec))
+        const cell = yield* runOne(scenario, spec)
+        progress(cellDone(cell))
+        cells.push(cell)
+      }
     }
     print(markdownTable(matrixHeader, cells.map(matrixRow)).join("\n"))
     if (args.json) print(JSON.stringify(cells.map(jsonOf)))
@@ -289,7 +307,8 @@ const matrixCommand = (args: Args, print: (line: string) => void) =>
  * that wants the CLI's output without spawning a process.
  *
  * **Details**: results (the summary, the matrix table, `--help`, `--version`)
- * go to `print`; bad usage and errors go to `printError`. Resolves to 0 when
+ * go to `print`; progress (the run, each matrix cell as it starts and ends),
+ * bad usage and errors go to `printError`. Resolves to 0 when
  * every `expect` bound holds (and for `--help` and `--version`), 1 when a bound
  * failed or the pipeline failed, 2 on bad usage, scenario or policy.
  *
@@ -321,9 +340,9 @@ export const main = async (
       return 2
   }
   const program = args.command === "run"
-    ? runCommand(args, print)
+    ? runCommand(args, print, printError)
     : args.command === "matrix"
-    ? matrixCommand(args, print)
+    ? matrixCommand(args, print, printError)
     : Effect.fail(args.command === undefined ? usage : `sluice-sim: unknown command ${args.command}\n${usage}`)
   const exit = await Effect.runPromiseExit(program)
   if (Exit.isSuccess(exit)) return exit.value

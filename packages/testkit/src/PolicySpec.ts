@@ -1,16 +1,36 @@
 /**
- * Policy specs: the `--policy` text of the CLI (`fixed:8`, `aimd+throttle+shared+batch`)
- * turned into a policies layer.
+ * Policy specs: the `--policy` text of the CLI (`fixed:8`, `aimd+throttle+shared+batch`,
+ * `./my-policy.js+throttle+shared`) turned into a policies layer.
  *
  * `fixed:N` (and `base`, the pipeline's configured knobs) are built in; every
  * other spec is handed to `Composition.parse(spec)` of `@sluice/policies`, loaded
  * at run time so that the testkit does not depend on it. `parse` may return a
  * layer, or `{ layer, floors }` to let the runner check declared floors.
  *
+ * **Policies from their own module.** A member of a `+` spec that is a path
+ * (`./arc.js`, `../x/policy.mjs`, `/abs/policy.js`, `file:…`; relative to the
+ * current directory) or a package name that is not a built-in policy
+ * (`some-package`, `@scope/policy`; resolved from the current directory) is
+ * imported, and its **default export** is used:
+ *
+ * - a policies `Layer` (e.g. `Policy.layer(myPolicy, config)`), or
+ *   `{ layer, floors? }`;
+ * - a core `Policy` (`{ name, config, init, initial, step, … }`), run with
+ *   `Policy.layer(policy, config)` where `config` is the module's named export
+ *   `config` (default `{}`), or `{ policy, config }`.
+ *
+ * Members are merged with `Layer.mergeAll`, so module policies compose with
+ * built-ins (`./arc.js+throttle+shared`): each proposes, and the most
+ * conservative proposal wins per knob. Module paths keep their case (built-in
+ * names are case-insensitive).
+ *
  * @since 0.1.0
  */
-import { Effect, Layer, Schema } from "effect"
-import { Fixed } from "@sluice/core"
+import { createRequire } from "node:module"
+import { isAbsolute, join, resolve as resolvePath } from "node:path"
+import { pathToFileURL } from "node:url"
+import { Effect, Layer, Result, Schema } from "effect"
+import { Fixed, Policy } from "@sluice/core"
 import type { Floors, PoliciesLayer } from "./Runner.ts"
 
 /**
@@ -52,6 +72,90 @@ const isRecord = (u: unknown): u is { readonly [k: string]: unknown } => typeof 
  */
 export const resolve = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecError> => {
   const trimmed = spec.trim()
+  const members = trimmed.split("+").map((m) => m.trim())
+  if (!members.some(isModuleSpecifier)) {
+    return Effect.catchTag(builtIn(spec, trimmed), "PolicySpecError", (error) =>
+      // A single unknown name may be a package: try it before reporting.
+      members.length === 1 && isPackageName(trimmed) && error.message.includes("unknown")
+        ? Effect.mapError(fromModule(spec, trimmed), (e) => new PolicySpecError({ spec, message: `${error.message}; as a package: ${e.message}` }))
+        : Effect.fail(error))
+  }
+  return Effect.gen(function*() {
+    const resolved: Array<ResolvedPolicy> = []
+    for (const member of members) {
+      resolved.push(yield* (isModuleSpecifier(member) ? fromModule(spec, member) : builtIn(spec, member)))
+    }
+    const layers = resolved.flatMap((r) => (r.policies === undefined ? [] : [r.policies]))
+    const [first, ...rest] = layers
+    const floors = resolved.reduce<Floors | undefined>((acc, r) => mergeFloors(acc, r.floors), undefined)
+    return {
+      label: trimmed,
+      policies: first === undefined ? undefined : rest.length === 0 ? first : Layer.mergeAll(first, ...rest),
+      floors
+    }
+  })
+}
+
+/** A member to import: a path (relative to the current directory) or a file URL. */
+const isModuleSpecifier = (member: string): boolean =>
+  /^(\.{1,2}\/|\/|file:)/.test(member) || /\.(m?js|cjs|ts)$/.test(member)
+
+/** Could be an npm package name (a built-in name also could: those are tried first). */
+const isPackageName = (member: string): boolean => /^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(\/[\w./-]+)?$/i.test(member)
+
+const mergeFloors = (a: Floors | undefined, b: Floors | undefined): Floors | undefined =>
+  a === undefined ? b : b === undefined ? a : {
+    ...(a.concurrency !== undefined || b.concurrency !== undefined ? { concurrency: Math.max(a.concurrency ?? 1, b.concurrency ?? 1) } : {}),
+    ...(a.batchBytes !== undefined || b.batchBytes !== undefined ? { batchBytes: Math.max(a.batchBytes ?? 1, b.batchBytes ?? 1) } : {})
+  }
+
+/** The URL to import for a member: a path from the current directory, or a package resolved from it. */
+const moduleUrl = (member: string): string => {
+  if (member.startsWith("file:")) return member
+  if (/^(\.{1,2}\/|\/)/.test(member) || /\.(m?js|cjs|ts)$/.test(member)) {
+    return pathToFileURL(isAbsolute(member) ? member : resolvePath(process.cwd(), member)).href
+  }
+  try {
+    return pathToFileURL(createRequire(join(process.cwd(), "package.json")).resolve(member)).href
+  } catch {
+    return member // an ESM-only package without a "require" export: let import() resolve it
+  }
+}
+
+const isPolicy = (u: unknown): u is Policy.Policy<unknown, unknown, unknown> =>
+  isRecord(u) && typeof u["name"] === "string" && typeof u["init"] === "function" && typeof u["step"] === "function" &&
+  typeof u["initial"] === "function" && Schema.isSchema(u["config"])
+
+/** Imports a policy module and reads its default export (see the module doc). */
+const fromModule = (spec: string, member: string): Effect.Effect<ResolvedPolicy, PolicySpecError> =>
+  Effect.gen(function*() {
+    const url = moduleUrl(member)
+    const mod: unknown = yield* Effect.tryPromise({
+      try: () => import(url) as Promise<unknown>,
+      catch: (cause) =>
+        new PolicySpecError({ spec, message: `could not import policy module "${member}": ${cause instanceof Error ? cause.message : String(cause)}` })
+    })
+    const exported = isRecord(mod) ? mod["default"] : undefined
+    if (Layer.isLayer(exported)) return { label: member, policies: exported as PoliciesLayer<unknown>, floors: undefined }
+    if (isRecord(exported) && Layer.isLayer(exported["layer"])) {
+      const floors = isRecord(exported["floors"]) ? (exported["floors"] as Floors) : undefined
+      return { label: member, policies: exported["layer"] as PoliciesLayer<unknown>, floors }
+    }
+    if (isPolicy(exported)) {
+      const config = isRecord(mod) ? mod["config"] : undefined
+      return { label: member, policies: Policy.layer(exported, config), floors: undefined }
+    }
+    if (isRecord(exported) && isPolicy(exported["policy"])) {
+      return { label: member, policies: Policy.layer(exported["policy"], exported["config"]), floors: undefined }
+    }
+    return yield* new PolicySpecError({
+      spec,
+      message: `"${member}": its default export must be a policies Layer, { layer, floors? }, a Policy, or { policy, config }`
+    })
+  })
+
+/** `base`, `fixed:N`, or a composition of `@sluice/policies`' built-ins. */
+const builtIn = (spec: string, trimmed: string): Effect.Effect<ResolvedPolicy, PolicySpecError> => {
   if (trimmed === "base") return Effect.succeed({ label: "base", policies: undefined, floors: undefined })
   const fixed = /^fixed:(\d+)$/.exec(trimmed)
   if (fixed !== null) {
@@ -73,7 +177,7 @@ export const resolve = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecE
         })
     })
     const composition = isRecord(mod) ? mod["Composition"] : undefined
-    const parse = isRecord(composition) ? composition["parse"] : undefined
+    const parse = isRecord(composition) ? composition["parseResult"] ?? composition["parse"] : undefined
     if (typeof parse !== "function") {
       return yield* new PolicySpecError({ spec, message: "@sluice/policies does not export Composition.parse(spec)" })
     }
@@ -81,9 +185,11 @@ export const resolve = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecE
       try: () => (parse as (s: string) => unknown)(trimmed),
       catch: (cause) => new PolicySpecError({ spec, message: cause instanceof Error ? cause.message : String(cause) })
     })
-    const result: unknown = Effect.isEffect(parsed)
-      ? yield* Effect.mapError(parsed as Effect.Effect<unknown, unknown>, (e) =>
-        new PolicySpecError({ spec, message: isRecord(e) && typeof e["message"] === "string" ? e["message"] : String(e) }))
+    const messageOf = (e: unknown) => (isRecord(e) && typeof e["message"] === "string" ? e["message"] : String(e))
+    const result: unknown = Result.isResult(parsed)
+      ? Result.isSuccess(parsed) ? parsed.success : yield* new PolicySpecError({ spec, message: messageOf(parsed.failure) })
+      : Effect.isEffect(parsed)
+      ? yield* Effect.mapError(parsed as Effect.Effect<unknown, unknown>, (e) => new PolicySpecError({ spec, message: messageOf(e) }))
       : parsed
     if (Layer.isLayer(result)) return { label: trimmed, policies: result as PoliciesLayer<unknown>, floors: undefined }
     if (isRecord(result) && Layer.isLayer(result["layer"])) {

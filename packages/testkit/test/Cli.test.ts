@@ -135,4 +135,20 @@ describe("sluice-sim", () => {
       expect(bad.err.join("\n")).toContain("sluice-sim matrix <dir>")
     }
   })
+
+  it("progress goes to stderr (the run, each matrix cell as it starts and ends); stdout keeps the results", async () => {
+    const run = await capture(["run", join(dir, "ok.json"), "--policy", "fixed:4", "--json"])
+    expect(run.err).toEqual(["running cli-small × fixed:4 (10 virtual s) …"])
+    expect(JSON.parse(run.out.at(-1) ?? "{}")).toMatchObject({ scenario: "cli-small" })
+    const matrix = await capture(["matrix", dir, "--policy", "fixed:4", "--policy", "./packages/testkit/test/fixtures/CappedPolicy.mjs"])
+    const starts = matrix.err.filter((l) => l.startsWith("["))
+    expect(starts).toEqual([
+      "[1/4] cli-small × fixed:4 (10 virtual s) …",
+      "[2/4] cli-small × ./packages/testkit/test/fixtures/CappedPolicy.mjs (10 virtual s) …",
+      "[3/4] cli-small × fixed:4 (10 virtual s) …",
+      "[4/4] cli-small × ./packages/testkit/test/fixtures/CappedPolicy.mjs (10 virtual s) …"
+    ])
+    expect(matrix.err.filter((l) => l.startsWith("  goodput "))).toHaveLength(4)
+    expect(matrix.out.join("\n")).toContain("./packages/testkit/test/fixtures/CappedPolicy.mjs")
+  })
 })
