@@ -102,6 +102,15 @@ describe("AdaptiveBatch", () => {
     expect(memoryBound(config({ initialBytes: "16 MiB" }), { limit: 100, uploading: 50, until: 7_500 })).toBeLessThan(10 * MiB)
   })
 
+  it("does not grow the objects out of memory: holds where ×growth would take the limit past memoryBoundAt", () => {
+    // 50 uploads of 12 MiB fit in (0.9 − open 0.1) × 1 GiB; of 18 MiB they
+    // would not, and the memory-bound rule would shrink them back
+    // (slow-store-10x-throttle: the target swung 12 ↔ 22 MiB). With a limit of
+    // 20 the same overhead grows the target to 18 MiB.
+    expect(memoryBound(config({ initialBytes: "12 MiB" }), { limit: 50, uploading: 50, until: 20_000 })).toBe(12 * MiB)
+    expect(memoryBound(config({ initialBytes: "12 MiB" }), { limit: 20, uploading: 20, until: 20_000 })).toBe(18 * MiB)
+  })
+
 
   it("fits latency ≈ a + b·bytes", () => {
     let f = AdaptiveBatch.emptyFit

@@ -144,6 +144,25 @@ describe("Throttle", () => {
     expect(final?.rate).toBeUndefined()
   })
 
+  it("firstBeta and rateOnFirstCut: false: an episode's first round cuts concurrency ×0.7 and leaves the rate; a round throttled under the cut limit cuts ×beta and the rate", () => {
+    const c = config({ firstBeta: 0.7, rateOnFirstCut: false, restoreAfterMillis: 60_000 })
+    const signals: Array<readonly [Parameters<typeof Throttle.policy.step>[1], number]> = []
+    for (let t = 0; t < 2_000; t += 20) signals.push([sample(t, 20, { startedAt: t - 20, limitAtStart: 40, inflightAtStart: 40 }), t])
+    signals.push([failure(2_000, "Throttled", { startedAt: 1_990, limitAtStart: 40 }), 2_000])
+    const first = Policy.replay(Throttle.policy, c, signals)
+    expect(first.state.limit).toBe(28)
+    expect(first.proposals[first.proposals.length - 1]?.[1]).toEqual({ concurrency: 28, rate: undefined })
+    // Throttled again at the cut limit, by a request begun after the cut.
+    signals.push([failure(2_500, "Throttled", { startedAt: 2_100, limitAtStart: 28 }), 2_500])
+    const second = Policy.replay(Throttle.policy, c, signals)
+    expect(second.state.limit).toBe(14)
+    expect(second.proposals[second.proposals.length - 1]?.[1].rate).toBeGreaterThan(0)
+    // The defaults keep the old first cut: ×beta and the rate.
+    const classic = Policy.replay(Throttle.policy, config({ restoreAfterMillis: 60_000 }), signals.slice(0, -1))
+    expect(classic.state.limit).toBe(20)
+    expect(classic.proposals[classic.proposals.length - 1]?.[1].rate).toBeGreaterThan(0)
+  })
+
   it("one cut per round: later stages of uploads admitted before the cut do not cut again", () => {
     const { state } = Policy.replay(Throttle.policy, config(), [
       [failure(100, "Throttled", { startedAt: 50, limitAtStart: 40 }), 100],

@@ -29,7 +29,10 @@
  * - **grow** (×`growth`) while overhead > `growAbove · b · target` — bigger
  *   objects buy throughput per request slot almost for free (also when the fit
  *   is not determined because every batch had the same size: growing creates the
- *   spread the fit needs) — unless the grown target would cross `openShrinkAt`;
+ *   spread the fit needs) — unless the grown target would cross `openShrinkAt`,
+ *   or would take a concurrency limit that fits in memory (limit × target within
+ *   `memoryBoundAt − open share` of the budget) out of it, into the
+ *   memory-bound regime the rule above shrinks back from;
  * - **shrink** when overhead < `shrinkBelow · b · target` — transfer dominates so
  *   completely that smaller objects cost (almost) no throughput;
  * - always within `[minBytes, min(maxObjectBytes, memoryShare · budget)]`.
@@ -300,7 +303,15 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   }
   if (s.windowSamples < c.minSamples) return { ...next, mode: "holding", target: clamp(s.target) }
   const fit = estimate(s)
-  const mayGrow = s.openPeak * c.growth < c.openShrinkAt
+  // Nor grow objects out of the regime where the concurrency limit fits in
+  // memory into the one where memory bounds the uploads (the rule above would
+  // shrink them back): on a store 10× slower the target swung 12 ↔ 22 MiB
+  // every few windows, and each swing capped the uploads that ran below the
+  // ~55 needed. (When memory bounds already, this does not hold growth back.)
+  const room = budgetOf(s) * Math.max(0, c.memoryBoundAt - s.openPeak)
+  const leavesFit = s.limit > 0 && !queueing(s) &&
+    s.limit * s.target <= room && s.limit * s.target * c.growth > room
+  const mayGrow = s.openPeak * c.growth < c.openShrinkAt && !leavesFit
   let target: number
   let mode: BatchMode
   if (fit === undefined || fit.b <= 0 || overheadMillis(s, fit.a) > c.growAbove * fit.b * s.target) {

@@ -9,7 +9,10 @@
  * - On a `Throttled` failure (from a request that began after the last cut):
  *   concurrency ×`beta` (from the limit the request saw) and the request rate
  *   cut CUBIC-style (`CubicRate`, the AWS SDK's adaptive mode). Retries are
- *   dispatched under the cut rate: never at the rate that was throttled.
+ *   dispatched under the cut rate: never at the rate that was throttled. An
+ *   episode's first cut may be gentler (`firstBeta`) and leave the rate
+ *   (`rateOnFirstCut: false`), for use beside a controller that cuts and
+ *   restores in-flight on throttles itself (not the default: see the README).
  * - On success: concurrency +`step` per round (`step / limit` per sample); the rate climbs its cubic.
  * - **Restore probe** (BBR): after `restoreAfterMillis` without a throttle, the
  *   concurrency limit is restored to the value in force before the episode and
@@ -40,6 +43,8 @@ type Proposal = Knob.Proposal
  * | `floor` | 1 | ≥ 1 | concurrency never cut below |
  * | `ceiling` | 1024 | ≥ floor | concurrency never restored above |
  * | `beta` | 0.5 | 0.1 – 0.95 | concurrency cut per throttle round |
+ * | `firstBeta` | 0.5 | 0.1 – 0.95 | concurrency cut of an episode's first round (setting `beta` alone leaves it at 0.5) |
+ * | `rateOnFirstCut` | true | | an episode's first cut also cuts the rate; false: only a round throttled under the cut limit does |
  * | `step` | 1 | > 0 | concurrency regained per round (`step / limit` per success) |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | quiet time before restoring the pre-throttle limit |
  * | `rateBeta` | 0.7 | 0.1 – 0.95 | rate cut (AWS: 0.7) |
@@ -63,6 +68,8 @@ export const ThrottleConfig = Schema.Struct({
   floor: Fields.int(1, 1),
   ceiling: Fields.int(1024, 1),
   beta: Fields.number(0.5, { minimum: 0.1, maximum: 0.95 }),
+  firstBeta: Fields.number(0.5, { minimum: 0.1, maximum: 0.95 }),
+  rateOnFirstCut: Fields.boolean(true),
   step: Fields.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
   restoreAfterMillis: Fields.millis("10 seconds"),
   rateBeta: Fields.number(0.7, { minimum: 0.1, maximum: 0.95 }),
@@ -167,10 +174,17 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
     // means the level moved: the usual multiplicative cut.
     limit: s.mode !== "open" && f.inflightAtStart >= s.throttledAt
       ? Math.max(c.floor, from * c.beta, Math.min(from - 1, s.throttledAt - 1))
-      : Math.max(c.floor, from * c.beta),
+      : Math.max(c.floor, from * (s.mode === "open" ? c.firstBeta : c.beta)),
     lastCutAt: now,
     plateau: 0,
-    rate: CubicRate.update(rateConfig(c), s.rate, now, true)
+    // With `rateOnFirstCut: false` an episode's first cut is concurrency only:
+    // one round of throttles is a probe crossing the store's level, and the
+    // concurrency cut answers it; a round throttled under the cut limit says
+    // concurrency is not enough, and then the rate is cut. (The rate cut,
+    // 0.7 × a completion rate measured in 0.5 s buckets and capped at 2× it,
+    // fell with the completions the cut itself delayed: on a store 10× slower
+    // it held the ~55 uploads needed to 8–26 requests/s for ~10 s.)
+    rate: CubicRate.update(rateConfig(c), s.rate, now, s.mode !== "open" || c.rateOnFirstCut)
   }
 }
 
