@@ -59,12 +59,14 @@ const program = Effect.gen(function*() {
   const path = fileURLToPath(new URL("../../packages/policies/scenarios/wide-slowdown-10x.json", import.meta.url))
   const scenario = yield* Scenario.load(path)
   console.log(`\nSimulated: ${scenario.name} — ${scenario.description}`)
-  const rows: Array<ReadonlyArray<string>> = [["policy", "goodput/oracle", "p95 latency ×", "recovery s", "max held MiB", "wall ms"]]
+  const rows: Array<ReadonlyArray<string>> = [["policy", "goodput/oracle", "inside the slowdown", "max lag s", "p95 latency ×", "recovery s", "max held MiB", "wall ms"]]
   for (const [label, policies] of [["fixed:8", Fixed.layer({ concurrency: 8 })], ["default", Composition.defaults()]] as const) {
     const { summary } = yield* Runner.run(scenario, { policy: label, policies })
     rows.push([
       label,
       summary.goodputRatio.toFixed(3),
+      summary.worstPhaseGoodput === null ? "-" : summary.worstPhaseGoodput.toFixed(3),
+      summary.maxLagSeconds.toFixed(1),
       summary.latencyInflation.toFixed(2),
       summary.recoverySeconds === null ? "never" : summary.recoverySeconds.toFixed(1),
       (summary.maxInflightBytes / 2 ** 20).toFixed(0),
