@@ -53,30 +53,53 @@ const reachable = <A>(what: string, request: Promise<A>): Promise<A> =>
     throw new Error(`${what} did not answer (${cause instanceof Error ? cause.message : String(cause)}): ${HOW}`, { cause })
   })
 
+/** The services' endpoints, from the env `npm test` sets (fails when unset). */
+const endpoints = () => {
+  const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",")
+  const brokers: [string, ...Array<string>] = [broker ?? "", ...moreBrokers]
+  const s3 = {
+    endpoint: env("SLUICE_S3_ENDPOINT"),
+    region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",
+    accessKeyId: env("SLUICE_S3_ACCESS_KEY"),
+    secretAccessKey: env("SLUICE_S3_SECRET_KEY")
+  }
+  return { brokers, s3 }
+}
+
+/** An S3 client, a Kafka admin and a producer for the test's own checks. */
+const clients = (brokers: ReadonlyArray<string>, s3: ReturnType<typeof endpoints>["s3"]) => ({
+  client: new S3Client({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }
+  }),
+  admin: new Admin({ clientId: "sluice-example-admin", bootstrapBrokers: [...brokers] }),
+  producer: new Producer({ clientId: "sluice-example-producer", bootstrapBrokers: [...brokers] })
+})
+
+/** The archiver group's committed offset per partition of `topic` (-1: none). */
+const committedOffsets = async (admin: Admin, topic: string, partitions: number) => {
+  const committed = await admin.listConsumerGroupOffsets({ groups: [`${topic}-archiver`] })
+  const offsets = new Array<number>(partitions).fill(-1)
+  for (const g of committed) {
+    for (const t of g.topics) {
+      if (t.name === topic) for (const p of t.partitions) offsets[p.partitionIndex] = Number(p.committedOffset)
+    }
+  }
+  return offsets
+}
+
 describe("examples/KafkaToS3", () => {
   it("archives a real topic into a real bucket: every record once, offsets committed to the end", async () => {
-    const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",")
-    const brokers: [string, ...Array<string>] = [broker ?? "", ...moreBrokers]
-    const s3 = {
-      endpoint: env("SLUICE_S3_ENDPOINT"),
-      region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",
-      accessKeyId: env("SLUICE_S3_ACCESS_KEY"),
-      secretAccessKey: env("SLUICE_S3_SECRET_KEY")
-    }
+    const { brokers, s3 } = endpoints()
     const id = `${process.pid}-${Date.now().toString(36)}`
     const topic = `sluice-example-${id}`
     const bucket = `example-${id}`
     const partitions = 3
     const perPartition = 3_000
 
-    const client = new S3Client({
-      endpoint: s3.endpoint,
-      region: s3.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }
-    })
-    const admin = new Admin({ clientId: "sluice-example-admin", bootstrapBrokers: brokers })
-    const producer = new Producer({ clientId: "sluice-example-producer", bootstrapBrokers: brokers })
+    const { client, admin, producer } = clients(brokers, s3)
     try {
       await reachable(`S3 server at ${s3.endpoint}`, client.send(new CreateBucketCommand({ Bucket: bucket })))
       await reachable(`Kafka broker ${brokers.join(",")}`, admin.createTopics({ topics: [topic], partitions, replicas: 1 }))
@@ -146,13 +169,7 @@ describe("examples/KafkaToS3", () => {
       expect([...seen.values()].every((n) => n === 1)).toBe(true)
 
       // The group's committed offsets are the end of every partition.
-      const committed = await admin.listConsumerGroupOffsets({ groups: [`${topic}-archiver`] })
-      const offsets = new Array<number>(partitions).fill(-1)
-      for (const g of committed) {
-        for (const t of g.topics) {
-          if (t.name === topic) for (const p of t.partitions) offsets[p.partitionIndex] = Number(p.committedOffset)
-        }
-      }
+      const offsets = await committedOffsets(admin, topic, partitions)
       expect(offsets).toEqual([perPartition, perPartition, perPartition])
     } finally {
       client.destroy()
@@ -162,27 +179,13 @@ describe("examples/KafkaToS3", () => {
   })
 
   it("follow mode drains on stop: open batches are sealed (drain), uploaded, verified and committed before it returns", async () => {
-    const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",")
-    const brokers: [string, ...Array<string>] = [broker ?? "", ...moreBrokers]
-    const s3 = {
-      endpoint: env("SLUICE_S3_ENDPOINT"),
-      region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",
-      accessKeyId: env("SLUICE_S3_ACCESS_KEY"),
-      secretAccessKey: env("SLUICE_S3_SECRET_KEY")
-    }
+    const { brokers, s3 } = endpoints()
     const id = `${process.pid}-${Date.now().toString(36)}-follow`
     const topic = `sluice-example-${id}`
     const bucket = `example-${id}`
     const partitions = 2
     const perPartition = 500
-    const client = new S3Client({
-      endpoint: s3.endpoint,
-      region: s3.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }
-    })
-    const admin = new Admin({ clientId: "sluice-example-admin", bootstrapBrokers: brokers })
-    const producer = new Producer({ clientId: "sluice-example-producer", bootstrapBrokers: brokers })
+    const { client, admin, producer } = clients(brokers, s3)
     try {
       await reachable(`S3 server at ${s3.endpoint}`, client.send(new CreateBucketCommand({ Bucket: bucket })))
       await reachable(`Kafka broker ${brokers.join(",")}`, admin.createTopics({ topics: [topic], partitions, replicas: 1 }))
@@ -238,13 +241,7 @@ describe("examples/KafkaToS3", () => {
       }
       expect(records).toBe(partitions * perPartition)
       expect(reasons.has("drain")).toBe(true)
-      const committed = await admin.listConsumerGroupOffsets({ groups: [`${topic}-archiver`] })
-      const offsets = new Array<number>(partitions).fill(-1)
-      for (const g of committed) {
-        for (const t of g.topics) {
-          if (t.name === topic) for (const p of t.partitions) offsets[p.partitionIndex] = Number(p.committedOffset)
-        }
-      }
+      const offsets = await committedOffsets(admin, topic, partitions)
       expect(offsets).toEqual([perPartition, perPartition])
     } finally {
       client.destroy()
