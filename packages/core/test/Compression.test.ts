@@ -2,6 +2,7 @@ import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Schema, Stream } from "effect"
 import { Batch, Compression, Config, Failure, Memory, Pipeline, Replicated, SignalBus } from "../src/index.ts"
+import { readableReplica } from "./support.ts"
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("base64")
 
@@ -168,20 +169,6 @@ describe("Manifests and bodies", () => {
 describe("Replicated repair of a compressed object", () => {
   const failure = (failureClass: Failure.FailureClass, code: string): Failure.SinkFailure =>
     new Failure.SinkFailure({ failureClass, code, status: 503, stage: "object_upload", retryAfterMillis: undefined, message: code })
-  const readable = (name: string, sink: Memory.MemorySink): Replicated.Replica => ({
-    ...sink,
-    name,
-    readObject: (key) =>
-      Effect.suspend(() => {
-        const object = sink.objects.get(key)
-        return object === undefined ? Effect.fail(failure("Fatal", "NoSuchKey")) : Effect.succeed(object.body)
-      }),
-    readManifest: (key) =>
-      Effect.suspend(() => {
-        const manifest = sink.manifests.get(key)
-        return manifest === undefined ? Effect.fail(failure("Fatal", "NoSuchKey")) : Effect.succeed(manifest)
-      })
-  })
 
   it("copies the stored (compressed) bytes byte for byte, with the same checksum and manifest", async () => {
     let down = true
@@ -190,7 +177,7 @@ describe("Replicated repair of a compressed object", () => {
     const payloads = Array.from({ length: 200 }, (_, i) => new TextEncoder().encode(`record ${i} `.repeat(5)))
     const batch = Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads, compression: { codec: "gzip", level: 9 } })
     const report = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const sink = yield* Replicated.make([readable("a", a), { ...Memory.sink(), name: "b" }, { ...c, name: "c" }], { quorum: 2 })
+      const sink = yield* Replicated.make([readableReplica("a", a), { ...Memory.sink(), name: "b" }, { ...c, name: "c" }], { quorum: 2 })
       yield* sink.verify(yield* sink.putObject(batch))
       down = false
       return yield* sink.repair

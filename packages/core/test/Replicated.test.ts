@@ -7,7 +7,7 @@ import { Clock, Effect, Exit } from "effect"
 import { Batch, Failure, Fixed, Memory, Pipeline, Replicated } from "../src/index.ts"
 import type { Sink } from "../src/index.ts"
 import * as Ledger from "../src/internal/replicated/Ledger.ts"
-import { runVirtual } from "./support.ts"
+import { readableReplica, runVirtual } from "./support.ts"
 
 const failure = (failureClass: Failure.FailureClass, code: string) =>
   new Failure.SinkFailure({ failureClass, code, status: undefined, stage: "object_upload", retryAfterMillis: undefined, message: code })
@@ -245,20 +245,6 @@ describe("Replicated (in memory)", () => {
 })
 
 describe("Replicated repair (in memory)", () => {
-  /** A memory replica that can be read back (the source of a repair). */
-  const readable = (name: string, sink: Memory.MemorySink): Replicated.Replica => ({
-    ...named(name, sink),
-    readObject: (key) =>
-      Effect.suspend(() => {
-        const object = sink.objects.get(key)
-        return object === undefined ? Effect.fail(failure("Fatal", "NoSuchKey")) : Effect.succeed(object.body)
-      }),
-    readManifest: (key) =>
-      Effect.suspend(() => {
-        const manifest = sink.manifests.get(key)
-        return manifest === undefined ? Effect.fail(failure("Fatal", "NoSuchKey")) : Effect.succeed(manifest)
-      })
-  })
 
   it("re-copies a deficit from a readable replica once the missing one answers again; the deficit leaves the ledger", async () => {
     let down = true
@@ -266,7 +252,7 @@ describe("Replicated repair (in memory)", () => {
     const c = Memory.sink({ fault: () => (down ? failure("Throttled", "SlowDown") : undefined) })
     const batch = batchOf({ count: 20, recordBytes: 30 })
     const out = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const sink = yield* Replicated.make([readable("a", a), named("b", Memory.sink()), named("c", c)], { quorum: 2 })
+      const sink = yield* Replicated.make([readableReplica("a", a), named("b", Memory.sink()), named("c", c)], { quorum: 2 })
       yield* sink.verify(yield* sink.putObject(batch))
       const before = sink.deficits().map((d) => [d.key, d.missing.get("c")])
       down = false

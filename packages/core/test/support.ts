@@ -1,6 +1,27 @@
 import { Effect, Fiber } from "effect"
 import type { Exit } from "effect"
 import { TestClock } from "effect/testing"
+import { Failure } from "../src/index.ts"
+import type { Memory, Replicated } from "../src/index.ts"
+
+const noSuchKey = () =>
+  new Failure.SinkFailure({ failureClass: "Fatal", code: "NoSuchKey", status: undefined, stage: "object_upload", retryAfterMillis: undefined, message: "NoSuchKey" })
+
+/** A memory sink as a named replica that can be read back (the source of a repair). */
+export const readableReplica = (name: string, sink: Memory.MemorySink): Replicated.Replica => ({
+  ...sink,
+  name,
+  readObject: (key) =>
+    Effect.suspend(() => {
+      const object = sink.objects.get(key)
+      return object === undefined ? Effect.fail(noSuchKey()) : Effect.succeed(object.body)
+    }),
+  readManifest: (key) =>
+    Effect.suspend(() => {
+      const manifest = sink.manifests.get(key)
+      return manifest === undefined ? Effect.fail(noSuchKey()) : Effect.succeed(manifest)
+    })
+})
 
 /**
  * Runs `effect` under the TestClock in the current test, advancing virtual time
