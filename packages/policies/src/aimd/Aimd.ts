@@ -27,11 +27,10 @@
  *
  * @since 0.1.0
  */
-import { Failure, Policy } from "@sluice/core"
+import { Failure, Field, Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Effect, Schema } from "effect"
 import type { Layer } from "effect"
-import * as Fields from "../internal/Fields.ts"
 import * as Latency from "../internal/Latency.ts"
 import * as Probe from "../probe/Probe.ts"
 
@@ -60,23 +59,23 @@ const AimdProbeConfig = Probe.configWith({ samples: 4, intervalMillis: 120_000 }
  * @since 0.1.0
  */
 export const AimdConfig = Schema.Struct({
-  initial: Fields.int(8, 1),
-  floor: Fields.int(1, 1),
-  ceiling: Fields.int(256, 1),
-  step: Fields.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  beta: Fields.number(0.9, { minimum: 0.1, maximum: 0.99 }),
-  tolerance: Fields.number(0.25, { minimum: 0, maximum: 10 }),
-  deviations: Fields.number(2, { minimum: 0, maximum: 10 }),
-  smoothing: Fields.number(0.2, { minimum: 0.01, maximum: 1 }),
-  referenceBytes: Fields.positiveBytes("1 MiB"),
-  learnReference: Fields.boolean(true),
-  slowStart: Fields.boolean(true),
+  initial: Field.int(8, 1),
+  floor: Field.int(1, 1),
+  ceiling: Field.int(256, 1),
+  step: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  beta: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }),
+  tolerance: Field.number(0.25, { minimum: 0, maximum: 10 }),
+  deviations: Field.number(2, { minimum: 0, maximum: 10 }),
+  smoothing: Field.number(0.2, { minimum: 0.01, maximum: 1 }),
+  referenceBytes: Field.positiveBytes("1 MiB"),
+  learnReference: Field.boolean(true),
+  slowStart: Field.boolean(true),
   stage: Failure.Stage.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Failure.Stage>("object_upload"))),
   probe: AimdProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 }).check(
-  Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
-  Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
-  Fields.ordered("floor", "initial", (c) => [c.floor, c.initial])
+  Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
+  Field.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
+  Field.ordered("floor", "initial", (c) => [c.floor, c.initial])
 )
 
 /**

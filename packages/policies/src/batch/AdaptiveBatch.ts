@@ -55,11 +55,10 @@
  *
  * @since 0.1.0
  */
-import { Policy } from "@sluice/core"
+import { Field, Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Schema } from "effect"
 import type { Layer } from "effect"
-import * as Fields from "../internal/Fields.ts"
 
 /**
  * Adaptive batch's config. Defaults and ranges:
@@ -87,27 +86,27 @@ import * as Fields from "../internal/Fields.ts"
  * @since 0.1.0
  */
 export const AdaptiveBatchConfig = Schema.Struct({
-  initialBytes: Fields.positiveBytes("8 MiB"),
-  minBytes: Fields.positiveBytes("1 MiB"),
-  maxObjectBytes: Fields.positiveBytes("64 MiB"),
-  memoryShare: Fields.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
-  budgetBytes: Fields.bytes(0),
-  growth: Fields.number(1.5, { minimum: 1.05, maximum: 4 }),
-  growAbove: Fields.number(0.1, { minimum: 0, maximum: 10 }),
-  shrinkBelow: Fields.number(0.02, { minimum: 0, maximum: 10 }),
-  openShrinkAt: Fields.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
-  memoryBoundAt: Fields.number(0.9, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
-  windowMillis: Fields.positiveMillis("2 seconds"),
-  minSamples: Fields.int(4, 1),
-  forgetting: Fields.number(0.97, { minimum: 0.5, maximum: 1 }),
-  records: Fields.int(1_000_000, 1),
-  maxAgeMillis: Fields.millis(0),
-  restoreAfterMillis: Fields.millis("10 seconds"),
-  restore: Fields.boolean(true)
+  initialBytes: Field.positiveBytes("8 MiB"),
+  minBytes: Field.positiveBytes("1 MiB"),
+  maxObjectBytes: Field.positiveBytes("64 MiB"),
+  memoryShare: Field.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
+  budgetBytes: Field.bytes(0),
+  growth: Field.number(1.5, { minimum: 1.05, maximum: 4 }),
+  growAbove: Field.number(0.1, { minimum: 0, maximum: 10 }),
+  shrinkBelow: Field.number(0.02, { minimum: 0, maximum: 10 }),
+  openShrinkAt: Field.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
+  memoryBoundAt: Field.number(0.9, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
+  windowMillis: Field.positiveMillis("2 seconds"),
+  minSamples: Field.int(4, 1),
+  forgetting: Field.number(0.97, { minimum: 0.5, maximum: 1 }),
+  records: Field.int(1_000_000, 1),
+  maxAgeMillis: Field.millis(0),
+  restoreAfterMillis: Field.millis("10 seconds"),
+  restore: Field.boolean(true)
 }).check(
-  Fields.ordered("minBytes", "maxObjectBytes", (c) => [c.minBytes, c.maxObjectBytes]),
-  Fields.ordered("minBytes", "initialBytes", (c) => [c.minBytes, c.initialBytes]),
-  Fields.ordered("initialBytes", "maxObjectBytes", (c) => [c.initialBytes, c.maxObjectBytes]),
+  Field.ordered("minBytes", "maxObjectBytes", (c) => [c.minBytes, c.maxObjectBytes]),
+  Field.ordered("minBytes", "initialBytes", (c) => [c.minBytes, c.initialBytes]),
+  Field.ordered("initialBytes", "maxObjectBytes", (c) => [c.initialBytes, c.maxObjectBytes]),
   // Hysteresis: a target just grown must not qualify for a shrink at once.
   Schema.makeFilter<{ readonly shrinkBelow: number; readonly growAbove: number; readonly growth: number }>((c) =>
     c.shrinkBelow * c.growth <= c.growAbove

@@ -60,12 +60,11 @@
  *
  * @since 0.2.0
  */
-import { Policy } from "@sluice/core"
+import { Field, Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Schema } from "effect"
 import type { Layer } from "effect"
 import * as Delivery from "../internal/Delivery.ts"
-import * as Fields from "../internal/Fields.ts"
 import * as Latency from "../internal/Latency.ts"
 
 /**
@@ -96,31 +95,31 @@ import * as Latency from "../internal/Latency.ts"
  * @since 0.2.0
  */
 export const DeliveryRateConfig = Schema.Struct({
-  initial: Fields.int(8, 1),
-  floor: Fields.int(1, 1),
-  ceiling: Fields.int(256, 1),
-  startupGain: Fields.number(2, { minimum: 1.25, maximum: 4 }),
-  fullRateGrowth: Fields.number(0.25, { minimum: 0.01, maximum: 1 }),
-  fullRateRounds: Fields.int(3, 1, 100),
-  cruiseGain: Fields.number(1.25, { minimum: 0.5, maximum: 4 }),
-  upGain: Fields.number(1.5, { minimum: 1.01, maximum: 4 }),
-  downGain: Fields.number(0.9, { minimum: 0.1, maximum: 0.99 }),
-  cruiseRounds: Fields.int(4, 0, 100),
-  rateWindowRounds: Fields.int(10, 1, 100),
-  minLatencyWindowMillis: Fields.positiveMillis("10 seconds"),
-  confirmTolerance: Fields.number(0.1, { minimum: 0, maximum: 1 }),
-  riseTolerance: Fields.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  probeGain: Fields.number(0.5, { minimum: 0.05, maximum: 0.95 }),
-  probeSamples: Fields.int(8, 1, 1000),
-  probeTimeoutMillis: Fields.positiveMillis("10 seconds"),
-  throttleBeta: Fields.number(0.7, { minimum: 0.1, maximum: 0.99 }),
-  referenceBytes: Fields.positiveBytes("1 MiB"),
-  probe: Fields.boolean(true)
+  initial: Field.int(8, 1),
+  floor: Field.int(1, 1),
+  ceiling: Field.int(256, 1),
+  startupGain: Field.number(2, { minimum: 1.25, maximum: 4 }),
+  fullRateGrowth: Field.number(0.25, { minimum: 0.01, maximum: 1 }),
+  fullRateRounds: Field.int(3, 1, 100),
+  cruiseGain: Field.number(1.25, { minimum: 0.5, maximum: 4 }),
+  upGain: Field.number(1.5, { minimum: 1.01, maximum: 4 }),
+  downGain: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }),
+  cruiseRounds: Field.int(4, 0, 100),
+  rateWindowRounds: Field.int(10, 1, 100),
+  minLatencyWindowMillis: Field.positiveMillis("10 seconds"),
+  confirmTolerance: Field.number(0.1, { minimum: 0, maximum: 1 }),
+  riseTolerance: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  probeGain: Field.number(0.5, { minimum: 0.05, maximum: 0.95 }),
+  probeSamples: Field.int(8, 1, 1000),
+  probeTimeoutMillis: Field.positiveMillis("10 seconds"),
+  throttleBeta: Field.number(0.7, { minimum: 0.1, maximum: 0.99 }),
+  referenceBytes: Field.positiveBytes("1 MiB"),
+  probe: Field.boolean(true)
 }).check(
-  Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
-  Fields.ordered("floor", "initial", (c) => [c.floor, c.initial]),
-  Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
-  Fields.ordered("cruiseGain", "upGain", (c) => [c.cruiseGain, c.upGain]),
+  Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
+  Field.ordered("floor", "initial", (c) => [c.floor, c.initial]),
+  Field.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
+  Field.ordered("cruiseGain", "upGain", (c) => [c.cruiseGain, c.upGain]),
   // An up-probe's own queue (at most upGain − 1 above the minimum) must not read as a slower store.
   Schema.makeFilter<{ readonly upGain: number; readonly riseTolerance: number }>((c) =>
     c.riseTolerance > c.upGain - 1

@@ -22,11 +22,10 @@
  *
  * @since 0.1.0
  */
-import { Policy } from "@sluice/core"
+import { Field, Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Effect, Schema } from "effect"
 import type { Layer } from "effect"
-import * as Fields from "../internal/Fields.ts"
 import * as Latency from "../internal/Latency.ts"
 import * as Probe from "../probe/Probe.ts"
 
@@ -51,22 +50,22 @@ import * as Probe from "../probe/Probe.ts"
  * @since 0.1.0
  */
 export const Gradient2Config = Schema.Struct({
-  initial: Fields.int(20, 1),
-  floor: Fields.int(1, 1),
-  ceiling: Fields.int(200, 1),
-  smoothing: Fields.number(0.2, { minimum: 0.01, maximum: 1 }),
-  tolerance: Fields.number(1.5, { minimum: 1, maximum: 10 }),
-  longWindow: Fields.int(600, 1),
-  queueSize: Fields.number(4, { minimum: 0, maximum: 1000 }),
-  dropBeta: Fields.number(0.9, { minimum: 0.1, maximum: 0.99 }),
-  windowMillis: Fields.positiveMillis("1 second"),
-  minSamples: Fields.int(4, 1),
-  referenceBytes: Fields.positiveBytes("1 MiB"),
+  initial: Field.int(20, 1),
+  floor: Field.int(1, 1),
+  ceiling: Field.int(200, 1),
+  smoothing: Field.number(0.2, { minimum: 0.01, maximum: 1 }),
+  tolerance: Field.number(1.5, { minimum: 1, maximum: 10 }),
+  longWindow: Field.int(600, 1),
+  queueSize: Field.number(4, { minimum: 0, maximum: 1000 }),
+  dropBeta: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }),
+  windowMillis: Field.positiveMillis("1 second"),
+  minSamples: Field.int(4, 1),
+  referenceBytes: Field.positiveBytes("1 MiB"),
   probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 }).check(
-  Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
-  Fields.ordered("floor", "initial", (c) => [c.floor, c.initial]),
-  Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling])
+  Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
+  Field.ordered("floor", "initial", (c) => [c.floor, c.initial]),
+  Field.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling])
 )
 
 /**

@@ -22,7 +22,7 @@
  */
 import type { Policy } from "@sluice/core"
 import { Schema } from "effect"
-import * as Fields from "../internal/Fields.ts"
+import { Field } from "@sluice/core"
 import * as Rng from "../internal/Rng.ts"
 
 /**
@@ -41,15 +41,15 @@ import * as Rng from "../internal/Rng.ts"
  */
 export function configWith(defaults: { readonly samples?: number; readonly intervalMillis?: number }) {
   return Schema.Struct({
-    enabled: Fields.boolean(true),
-    level: Fields.int(2, 1),
-    samples: Fields.int(defaults.samples ?? 8, 1, 1000),
-    jitter: Fields.number(0.25, { minimum: 0, maximum: 0.9 }),
-    intervalMillis: Fields.millis(defaults.intervalMillis ?? 60_000),
-    windowMillis: Fields.positiveMillis(1_000),
-    forcedAfterWindowsAtFloor: Fields.int(3, 1),
-    timeoutMillis: Fields.positiveMillis(10_000),
-    seed: Fields.int(1, 0, 0xffffffff)
+    enabled: Field.boolean(true),
+    level: Field.int(2, 1),
+    samples: Field.int(defaults.samples ?? 8, 1, 1000),
+    jitter: Field.number(0.25, { minimum: 0, maximum: 0.9 }),
+    intervalMillis: Field.millis(defaults.intervalMillis ?? 60_000),
+    windowMillis: Field.positiveMillis(1_000),
+    forcedAfterWindowsAtFloor: Field.int(3, 1),
+    timeoutMillis: Field.positiveMillis(10_000),
+    seed: Field.int(1, 0, 0xffffffff)
   })
 }
 

@@ -17,11 +17,10 @@
  *
  * @since 0.1.0
  */
-import { Policy } from "@sluice/core"
+import { Field, Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Schema } from "effect"
 import type { Layer } from "effect"
-import * as Fields from "../internal/Fields.ts"
 
 /**
  * Shared pressure's config. Defaults and ranges:
@@ -37,12 +36,12 @@ import * as Fields from "../internal/Fields.ts"
  * @since 0.1.0
  */
 export const SharedPressureConfig = Schema.Struct({
-  highWater: Fields.number(0.8, { minimum: 0.05, maximum: 1 }),
-  lowWater: Fields.number(0.5, { minimum: 0, maximum: 1 }),
-  maxPauseMillis: Fields.millis("5 seconds"),
-  budgetBytes: Fields.bytes(0),
-  reopen: Fields.boolean(true)
-}).check(Fields.ordered("lowWater", "highWater", (c) => [c.lowWater, c.highWater]))
+  highWater: Field.number(0.8, { minimum: 0.05, maximum: 1 }),
+  lowWater: Field.number(0.5, { minimum: 0, maximum: 1 }),
+  maxPauseMillis: Field.millis("5 seconds"),
+  budgetBytes: Field.bytes(0),
+  reopen: Field.boolean(true)
+}).check(Field.ordered("lowWater", "highWater", (c) => [c.lowWater, c.highWater]))
 
 /**
  * @since 0.1.0

@@ -26,10 +26,9 @@
  *
  * @since 0.1.0
  */
-import { Config, Policy, RetryPolicy } from "@sluice/core"
+import { Config, Field, Policy, RetryPolicy } from "@sluice/core"
 import type { Failure, Knob, SignalBus } from "@sluice/core"
 import { Effect, Layer, Schema } from "effect"
-import * as Fields from "../internal/Fields.ts"
 import * as Rng from "../internal/Rng.ts"
 import * as CubicRate from "./CubicRate.ts"
 
@@ -65,28 +64,28 @@ type Proposal = Knob.Proposal
  * @since 0.1.0
  */
 export const ThrottleConfig = Schema.Struct({
-  floor: Fields.int(1, 1),
-  ceiling: Fields.int(1024, 1),
-  beta: Fields.number(0.5, { minimum: 0.1, maximum: 0.95 }),
-  firstBeta: Fields.number(0.5, { minimum: 0.1, maximum: 0.95 }),
-  rateOnFirstCut: Fields.boolean(true),
-  step: Fields.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  restoreAfterMillis: Fields.millis("10 seconds"),
-  rateBeta: Fields.number(0.7, { minimum: 0.1, maximum: 0.95 }),
-  rateScale: Fields.number(0.4, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  rateSmooth: Fields.number(0.8, { minimum: 0, maximum: 1 }),
-  minRate: Fields.number(0.5, { minimum: 0, maximum: 1e6, exclusiveMinimum: true }),
-  rateReleaseAfterMillis: Fields.millis("30 seconds"),
-  retryBaseMillis: Fields.millis(100),
-  throttleRetryBaseMillis: Fields.millis(500),
-  retryMaxMillis: Fields.millis("20 seconds"),
-  maxAttempts: Fields.int(RetryPolicy.defaultBudget.maxAttempts, 1),
-  maxElapsedMillis: Fields.positiveMillis(RetryPolicy.defaultBudget.maxElapsedMillis),
-  clearSamples: Fields.int(3, 1),
-  probeAboveAfter: Fields.int(72, 1),
-  restore: Fields.boolean(true),
-  seed: Fields.int(7, 0, 0xffffffff)
-}).check(Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
+  floor: Field.int(1, 1),
+  ceiling: Field.int(1024, 1),
+  beta: Field.number(0.5, { minimum: 0.1, maximum: 0.95 }),
+  firstBeta: Field.number(0.5, { minimum: 0.1, maximum: 0.95 }),
+  rateOnFirstCut: Field.boolean(true),
+  step: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  restoreAfterMillis: Field.millis("10 seconds"),
+  rateBeta: Field.number(0.7, { minimum: 0.1, maximum: 0.95 }),
+  rateScale: Field.number(0.4, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  rateSmooth: Field.number(0.8, { minimum: 0, maximum: 1 }),
+  minRate: Field.number(0.5, { minimum: 0, maximum: 1e6, exclusiveMinimum: true }),
+  rateReleaseAfterMillis: Field.millis("30 seconds"),
+  retryBaseMillis: Field.millis(100),
+  throttleRetryBaseMillis: Field.millis(500),
+  retryMaxMillis: Field.millis("20 seconds"),
+  maxAttempts: Field.int(RetryPolicy.defaultBudget.maxAttempts, 1),
+  maxElapsedMillis: Field.positiveMillis(RetryPolicy.defaultBudget.maxElapsedMillis),
+  clearSamples: Field.int(3, 1),
+  probeAboveAfter: Field.int(72, 1),
+  restore: Field.boolean(true),
+  seed: Field.int(7, 0, 0xffffffff)
+}).check(Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
 
 /**
  * @since 0.1.0

@@ -25,11 +25,10 @@
  *
  * @since 0.1.0
  */
-import { Policy } from "@sluice/core"
+import { Field, Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Effect, Schema } from "effect"
 import type { Layer } from "effect"
-import * as Fields from "../internal/Fields.ts"
 import * as Latency from "../internal/Latency.ts"
 import * as Probe from "../probe/Probe.ts"
 
@@ -50,19 +49,19 @@ import * as Probe from "../probe/Probe.ts"
  * @since 0.1.0
  */
 export const VegasConfig = Schema.Struct({
-  initial: Fields.int(20, 1),
-  floor: Fields.int(1, 1),
-  ceiling: Fields.int(1000, 1),
-  smoothing: Fields.number(1, { minimum: 0.01, maximum: 1 }),
-  alpha: Fields.number(3, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  beta: Fields.number(6, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  referenceBytes: Fields.positiveBytes("1 MiB"),
+  initial: Field.int(20, 1),
+  floor: Field.int(1, 1),
+  ceiling: Field.int(1000, 1),
+  smoothing: Field.number(1, { minimum: 0.01, maximum: 1 }),
+  alpha: Field.number(3, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  beta: Field.number(6, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
+  referenceBytes: Field.positiveBytes("1 MiB"),
   probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 }).check(
-  Fields.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
-  Fields.ordered("floor", "initial", (c) => [c.floor, c.initial]),
-  Fields.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
-  Fields.ordered("alpha", "beta", (c) => [c.alpha, c.beta])
+  Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
+  Field.ordered("floor", "initial", (c) => [c.floor, c.initial]),
+  Field.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
+  Field.ordered("alpha", "beta", (c) => [c.alpha, c.beta])
 )
 
 /**
