@@ -13,8 +13,6 @@
  * @since 0.1.0
  */
 import { Effect, Schema } from "effect"
-import * as vega from "vega"
-import * as vl from "vega-lite"
 import type { TopLevelSpec } from "vega-lite"
 import type { Trace, TraceRow } from "./Trace.ts"
 
@@ -383,7 +381,9 @@ export const spec = (trace: Trace, title: string): TopLevelSpec => {
  */
 export const toSvg = (trace: Trace, title: string): Effect.Effect<string, PlotError> =>
   Effect.tryPromise({
-    try: () => {
+    // vega and vega-lite (several MB) load only when a plot is asked for.
+    try: async () => {
+      const [vega, vl] = await Promise.all([import("vega"), import("vega-lite")])
       const compiled = vl.compile(spec(trace, title)).spec
       const view = new vega.View(vega.parse(compiled), { renderer: "none" })
       return view.toSVG()
