@@ -58,6 +58,12 @@ export interface RunOptions<E = never> {
    * summary and the trace count retries and throttles instead.
    */
   readonly logLevel?: LogLevel.LogLevel | undefined
+  /**
+   * Called with each trace row as the run produces it (every `sampleMillis` of
+   * virtual time), for live progress. It runs inside the simulation loop: keep
+   * it cheap (print every Nth row, not every row).
+   */
+  readonly onRow?: ((row: TraceRow) => void) | undefined
 }
 
 /**
@@ -315,6 +321,7 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
         lagSeconds: Math.round(Math.max(0, ...instances.map((x) => x.consumer.uncommittedAgeAt(t)))) / 1000,
         heldBytes: Math.max(0, ...instances.map((x) => x.meter.held()))
       })
+      options.onRow?.(rows[rows.length - 1] as TraceRow)
       lastVerified = o.verified
       lastRequests = store.counters.requests
       lastThrottles = throttles

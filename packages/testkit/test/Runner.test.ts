@@ -31,6 +31,15 @@ describe("Runner", () => {
       expect({ ...a.summary, wallMillis: 0 }).toEqual({ ...b.summary, wallMillis: 0 })
     }))
 
+  it.effect("onRow sees every trace row as it is produced, in order (live progress)", () =>
+    Effect.gen(function*() {
+      const seen: Array<Trace.TraceRow> = []
+      const scenario = yield* Scenario.decode(base)
+      const { trace } = yield* Runner.run(scenario, { policies: Fixed.layer({ concurrency: 8 }), onRow: (row) => seen.push(row) })
+      expect(seen.length).toBe(300)
+      expect(seen).toEqual(trace.rows)
+    }))
+
   it.effect("under capacity: delivers the inflow, commits only what is verified", () =>
     Effect.gen(function*() {
       const { summary, trace } = yield* run({ ...base, store: { ...base.store, throttleAbove: null } })
