@@ -83,7 +83,7 @@ export const ArcConfig = Schema.Struct({
   deviations: Field.number(2.5, { minimum: 0, maximum: 10 }),
   tolerance: Field.number(0.05, { minimum: 0, maximum: 10 }),
   minWindow: Field.positiveMillis("100 millis"),
-  referenceBytes: Field.bytes("1 MiB"),
+  referenceBytes: Field.bytes("256 KiB"),
   stage: Failure.Stage.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Failure.Stage>("object_upload"))),
   probe: Field.boolean(true),
   probeAfterWindows: Field.int(8, 1, 1000),
@@ -342,7 +342,7 @@ const closeWindow = (s: ArcState, now: number): ArcState => {
       mode: "steady",
       good: Math.max(s.good, s.limit),
       longRun: learn(s.longRun, current, c.smoothing),
-      limit: w.used && (s.longRun.windows === 0 || current <= s.longRun.mean) ? Math.min(c.ceiling, s.limit + 1) : s.limit
+      limit: w.used && (s.longRun.windows === 0 || current <= s.longRun.mean + s.longRun.deviation) ? Math.min(c.ceiling, s.limit + 1) : s.limit
     }
   const windowsAtFloor = next.limit <= c.floor ? s.windowsAtFloor + 1 : 0
   if (c.probe && windowsAtFloor >= c.probeAfterWindows) {
