@@ -1,0 +1,219 @@
+/**
+ * soak — the audit: counts what happened to every record **from outside the
+ * pipeline**, by wrapping its source and sink the way the testkit's
+ * `CommitGuard` does, never from the pipeline's own counters.
+ *
+ * - the source wrapper sees every chunk handed to the pipeline (records
+ *   **read**, as offset ranges per partition), every retention gap, every
+ *   source error, and every commit (records **committed**; a commit over an
+ *   offset not verified is counted as a violation);
+ * - the sink wrapper sees every object uploaded and every successful verify
+ *   (records **verified**, as offset ranges).
+ *
+ * **Lost** records are the ones read and not verified when the run is over,
+ * plus the ones a retention gap deleted before they were read. Memory is
+ * bounded: ranges merge (a partition read and verified in order is one
+ * range), and verified batches are forgotten once committed.
+ */
+import type { Batch, Record, Sink, Source } from "@sluice/core"
+import { Effect, Stream } from "effect"
+
+/** Half-open offset ranges `[from, to)` of one partition, merged as they are added. */
+class RangeSet {
+  readonly list: Array<[number, number]> = []
+  add(from: number, to: number): void {
+    if (to <= from) return
+    const last = this.list[this.list.length - 1]
+    // The common case, in order: extend the last range.
+    if (last !== undefined && from >= last[0] && from <= last[1]) {
+      last[1] = Math.max(last[1], to)
+      return
+    }
+    this.list.push([from, to])
+    this.list.sort((a, b) => a[0] - b[0])
+    const merged: Array<[number, number]> = []
+    for (const r of this.list) {
+      const top = merged[merged.length - 1]
+      if (top !== undefined && r[0] <= top[1]) top[1] = Math.max(top[1], r[1])
+      else merged.push([r[0], r[1]])
+    }
+    this.list.splice(0, this.list.length, ...merged)
+  }
+  /** Offsets of `[from, to)` in neither this set nor `also`. */
+  missing(from: number, to: number, also?: RangeSet): number {
+    const list = also === undefined || also.list.length === 0 ? this.list : [...this.list, ...also.list].sort((x, y) => x[0] - y[0])
+    let at = from
+    let missing = 0
+    for (const [a, b] of list) {
+      if (at >= to) break
+      if (b <= at) continue
+      if (a > at) missing += Math.min(a, to) - at
+      at = Math.max(at, b)
+    }
+    return at < to ? missing + (to - at) : missing
+  }
+}
+
+interface PartitionAudit {
+  readonly read: RangeSet
+  readonly verified: RangeSet
+  readonly gaps: RangeSet
+  /** Next offset committed (starts at the first offset read). */
+  committed: number | undefined
+  /** Records committed (commit advances over records read). */
+  committedRecords: number
+  /** Last offsets of verified batches not yet committed, in order. */
+  readonly verifiedAhead: Array<number>
+}
+
+/** What the audit counted so far. */
+export interface AuditCounts {
+  /** Records handed to the pipeline by the source. */
+  readonly read: number
+  /** Records in objects verified in storage. */
+  readonly verified: number
+  /** Records whose position was committed to the source. */
+  readonly committed: number
+  /** Records deleted by retention before they were read (gaps the source reported). */
+  readonly retentionGapRecords: number
+  readonly retentionGaps: number
+  /** Source errors seen on the source's stream (each ends the run). */
+  readonly sourceErrors: number
+  /** Objects uploaded (put) and verified. */
+  readonly objectsPut: number
+  readonly objectsVerified: number
+  /** Verified batches committed (each leaves the pipeline's commit ledger). */
+  readonly batchesCommitted: number
+  /** Verified batches waiting for a commit now. */
+  readonly verifiedNotCommitted: number
+  /** Records committed while not verified (0 when the pipeline keeps its first guarantee). */
+  readonly committedNotVerified: number
+}
+
+/** The audit of one run. */
+export interface Audit {
+  readonly source: <S extends Source.Source>(source: S) => S
+  readonly sink: <K extends Sink.Sink>(sink: K) => K
+  readonly counts: () => AuditCounts
+  /** Records read and not verified, plus records lost to retention gaps. */
+  readonly lost: () => number
+}
+
+/**
+ * A fresh audit; wrap the run's source and sink with it.
+ *
+ * **Example**
+ *
+ * ```ts
+ * const audit = Audit.make()
+ * const handle = yield* Pipeline.start({ source: audit.source(source), sink: audit.sink(sink) })
+ * // … after the drain: audit.counts().verified === audit.counts().committed, audit.lost() === 0
+ * ```
+ */
+export const make = (): Audit => {
+  const partitions = new Map<number, PartitionAudit>()
+  const put = new Map<string, { readonly partition: number; readonly first: number; readonly last: number; readonly records: number }>()
+  const n = {
+    read: 0,
+    verified: 0,
+    committed: 0,
+    retentionGapRecords: 0,
+    retentionGaps: 0,
+    sourceErrors: 0,
+    objectsPut: 0,
+    objectsVerified: 0,
+    batchesCommitted: 0,
+    committedNotVerified: 0
+  }
+  const of = (partition: number): PartitionAudit => {
+    let p = partitions.get(partition)
+    if (p === undefined) {
+      p = { read: new RangeSet(), verified: new RangeSet(), gaps: new RangeSet(), committed: undefined, committedRecords: 0, verifiedAhead: [] }
+      partitions.set(partition, p)
+    }
+    return p
+  }
+
+  const onChunk = (chunk: Record.RecordChunk) => {
+    const p = of(chunk.partition)
+    if (p.committed === undefined) p.committed = chunk.firstOffset
+    if (chunk.offsets === undefined) {
+      p.read.add(chunk.firstOffset, chunk.firstOffset + chunk.count)
+    } else {
+      for (const offset of chunk.offsets) p.read.add(offset, offset + 1)
+    }
+    n.read += chunk.count
+  }
+  const onEvent = (event: Source.SourceEvent) => {
+    if (event._tag === "RecordChunk") onChunk(event)
+    else if (event._tag === "RetentionGap") {
+      of(event.partition).gaps.add(event.expected, event.logStart)
+      n.retentionGaps++
+      n.retentionGapRecords += event.lostRecords
+    }
+    return event
+  }
+
+  const onCommit = (partition: number, nextOffset: number) => {
+    const p = of(partition)
+    const from = p.committed ?? nextOffset
+    if (nextOffset > from) {
+      // Offsets neither verified nor deleted by a gap (a gap's offsets are never verified).
+      n.committedNotVerified += p.verified.missing(from, nextOffset, p.gaps)
+      const records = nextOffset - from - p.read.missing(from, nextOffset)
+      p.committedRecords += records
+      n.committed += records
+      p.committed = nextOffset
+      while (p.verifiedAhead.length > 0 && (p.verifiedAhead[0] ?? 0) < nextOffset) {
+        p.verifiedAhead.shift()
+        n.batchesCommitted++
+      }
+    }
+  }
+
+  return {
+    source: <S extends Source.Source>(source: S): S => ({
+      ...source,
+      events: source.events.pipe(
+        Stream.map(onEvent),
+        Stream.tapError(() => Effect.sync(() => void n.sourceErrors++))
+      ),
+      commit: (partition: number, nextOffset: number) =>
+        // Counted once the source took it.
+        Effect.tap(source.commit(partition, nextOffset), () => Effect.sync(() => onCommit(partition, nextOffset)))
+    }),
+    sink: <K extends Sink.Sink>(sink: K): K => ({
+      ...sink,
+      putObject: (batch: Batch.SealedBatch) => {
+        put.set(batch.key, { partition: batch.partition, first: batch.firstOffset, last: batch.lastOffset, records: batch.records })
+        n.objectsPut++
+        return sink.putObject(batch)
+      },
+      verify: (receipt: Sink.PutReceipt) =>
+        Effect.tap(sink.verify(receipt), () =>
+          Effect.sync(() => {
+            const b = put.get(receipt.key)
+            if (b === undefined) return
+            put.delete(receipt.key)
+            const p = of(b.partition)
+            p.verified.add(b.first, b.last + 1)
+            p.verifiedAhead.push(b.last)
+            if (p.verifiedAhead.length > 1) p.verifiedAhead.sort((x, y) => x - y)
+            n.verified += b.records
+            n.objectsVerified++
+          }))
+    }),
+    counts: () => {
+      let ahead = 0
+      for (const p of partitions.values()) ahead += p.verifiedAhead.length
+      return { ...n, verifiedNotCommitted: ahead }
+    },
+    lost: () => {
+      let lost = n.retentionGapRecords
+      for (const p of partitions.values()) {
+        for (const [from, to] of p.read.list) lost += p.verified.missing(from, to)
+      }
+      return lost
+    }
+  }
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# npm run soak -- --rate R --duration D [--source synthetic|kafka] [--sink memory|s3] [--json]
+#
+# A soak in real time (examples/soak/main.ts on the workspace's sources, with the repo's
+# Node): records offered at R records/s for D, sampled every second into
+# reports/soak-<time>/ (samples.csv, soak.svg, pipeline.svg, summary.md, result.json).
+# With --source kafka or --sink s3 it starts the local broker and S3 server
+# (scripts/services.sh up), sources their .services/*.env, and stops afterwards the
+# services it started (one that was already running is left running). Service logs go
+# to stderr; with --json the last stdout line is one JSON object.
+# The run is killed after SLUICE_SOAK_TIMEOUT seconds (default: the duration + 300 s).
+# Ports: SLUICE_S3_PORT, SLUICE_KAFKA_PORT, SLUICE_KAFKA_CONTROLLER_PORT (see services.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+needs_services=0
+duration=""
+prev=""
+for arg in "$@"; do
+  case "$prev" in
+    --source) [[ $arg == kafka ]] && needs_services=1 ;;
+    --sink) [[ $arg == s3 ]] && needs_services=1 ;;
+    --duration) duration=$arg ;;
+  esac
+  case "$arg" in
+    --source=kafka|--sink=s3) needs_services=1 ;;
+    --duration=*) duration=${arg#--duration=} ;;
+  esac
+  prev=$arg
+done
+
+# Seconds of the duration (60, 60s, 5m, 1h); unknown forms leave the default timeout.
+seconds=0
+case "$duration" in
+  *[0-9]s|*[0-9]) seconds=${duration%s} ;;
+  *[0-9]m) seconds=$(( ${duration%m} * 60 )) ;;
+  *[0-9]h) seconds=$(( ${duration%h} * 3600 )) ;;
+esac
+[[ $seconds =~ ^[0-9]+$ ]] || seconds=3600
+timeout_seconds=${SLUICE_SOAK_TIMEOUT:-$(( seconds + 300 ))}
+
+if [[ $needs_services == 1 ]]; then
+  # Which services were up before: only the others are stopped at the end.
+  s3_was_up=0
+  kafka_was_up=0
+  bash scripts/s3-server.sh status >/dev/null 2>&1 && s3_was_up=1
+  bash scripts/kafka-broker.sh status >/dev/null 2>&1 && kafka_was_up=1
+  stop_started() {
+    if [[ $kafka_was_up == 0 ]]; then bash scripts/kafka-broker.sh down >&2 || true; fi
+    if [[ $s3_was_up == 0 ]]; then bash scripts/s3-server.sh down >&2 || true; fi
+  }
+  trap stop_started EXIT
+  bash scripts/services.sh up >&2
+  set -a
+  for f in .services/*.env; do [ -f "$f" ] && . "$f"; done
+  set +a
+fi
+
+node=node_modules/.bin/node
+[[ -x $node ]] || node=node
+timeout --kill-after=30 "$timeout_seconds" "$node" --conditions=@sluice/source examples/soak/main.ts "$@"
