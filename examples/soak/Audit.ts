@@ -10,8 +10,12 @@
  * - the sink wrapper sees every object uploaded and every successful verify
  *   (records **verified**, as offset ranges).
  *
- * **Lost** records are the ones read and not verified when the run is over,
- * plus the ones a retention gap deleted before they were read. Memory is
+ * **Lost** records are the ones the source will not deliver again and that
+ * are not in storage: offsets committed while not verified, plus the ones a
+ * retention gap deleted before they were read. Records read and not committed
+ * at the end (a drain abandons the chunk its reader holds) are not lost: the
+ * commit point is before them, so the source delivers them again after a
+ * restart; they are counted apart (`uncommitted`). Memory is
  * bounded: ranges merge (a partition read and verified in order is one
  * range), and verified batches are forgotten once committed.
  */
@@ -95,8 +99,10 @@ export interface Audit {
   readonly source: <S extends Source.Source>(source: S) => S
   readonly sink: <K extends Sink.Sink>(sink: K) => K
   readonly counts: () => AuditCounts
-  /** Records read and not verified, plus records lost to retention gaps. */
+  /** Records committed while not verified, plus records lost to retention gaps. */
   readonly lost: () => number
+  /** Records read and not committed (past each partition's commit point): delivered again after a restart. */
+  readonly uncommitted: () => number
 }
 
 /**
@@ -208,12 +214,14 @@ export const make = (): Audit => {
       for (const p of partitions.values()) ahead += p.verifiedAhead.length
       return { ...n, verifiedNotCommitted: ahead }
     },
-    lost: () => {
-      let lost = n.retentionGapRecords
+    lost: () => n.committedNotVerified + n.retentionGapRecords,
+    uncommitted: () => {
+      let out = 0
       for (const p of partitions.values()) {
-        for (const [from, to] of p.read.list) lost += p.verified.missing(from, to)
+        const committed = p.committed ?? 0
+        for (const [from, to] of p.read.list) out += Math.max(0, to - Math.max(from, committed))
       }
-      return lost
+      return out
     }
   }
 }

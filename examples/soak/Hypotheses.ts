@@ -110,6 +110,24 @@ export const sustained = (samples: ReadonlyArray<Sample>, facts: Facts, f: Fits,
   }
 }
 
+/** Whether RSS is flat after warm-up: it does not grow (`Fit.grows`) by more than 10 % of its mean over the rows after warm-up. */
+export interface RssFlat {
+  readonly flat: boolean
+  readonly evidence: string
+}
+
+/** See {@link RssFlat}. */
+export const rssFlat = (samples: ReadonlyArray<Sample>, f: Fits): RssFlat => {
+  const { rows } = steadyRows(samples, samples.filter((s) => s.phase === "running").at(-1)?.t ?? 0)
+  const rssMean = mean(rows.map((r) => r.rssBytes))
+  const growth = f.rss.slope * f.steadySeconds
+  return {
+    flat: !Fit.grows(f.rss, f.steadySeconds, 0.1 * rssMean),
+    evidence: `after warm-up (${f.warmupSeconds.toFixed(0)} s) RSS ${fitText(f.rss, "MiB", 2 ** 20)}, ${growth >= 0 ? "+" : ""}${mib(growth)} over ${f.steadySeconds.toFixed(0)} s ` +
+      `(mean ${mib(rssMean)}, min ${mib(Math.min(...rows.map((r) => r.rssBytes)))}, max ${mib(max(rows.map((r) => r.rssBytes)))}); heap used ${fitText(f.heap, "MiB", 2 ** 20)}`
+  }
+}
+
 /** The four verdicts. */
 export const judge = (samples: ReadonlyArray<Sample>, facts: Facts, f: Fits): ReadonlyArray<Judgement> => {
   const { rows } = steadyRows(samples, facts.offerSeconds)
@@ -121,12 +139,11 @@ export const judge = (samples: ReadonlyArray<Sample>, facts: Facts, f: Fits): Re
   // Held bytes are bounded by the budget by construction: "grows" means a trend that is not a level at the budget.
   const pinned = rows.length > 0 && mean(rows.slice(-Math.max(1, Math.floor(rows.length / 4))).map((r) => r.inflightBytes)) >= 0.85 * (budget - facts.readAheadBytes)
   const heldGrows = Fit.grows(f.inflightBytes, s, 0.1 * budget) && !pinned
-  const rssGrows = Fit.grows(f.rss, s, 0.1 * rssMean)
   const overBudget = heldMax > budget * 1.05
   const one: Judgement = {
     id: 1,
     hypothesis: "in-flight grows without bound",
-    verdict: heldGrows || rssGrows || overBudget ? "holds" : "refuted",
+    verdict: heldGrows || overBudget ? "holds" : "refuted",
     evidence: `bytes held max ${mib(heldMax)} vs budget ${mib(budget)}${facts.readAheadBytes > 0 ? ` (${mib(facts.readAheadBytes)} of it reserved for the source's read-ahead)` : ""}` +
       `${pinned ? ", held at the budget (the read gate bounds it)" : ""}; after warm-up (${f.warmupSeconds.toFixed(0)} s) held bytes ${fitText(f.inflightBytes, "MiB", 2 ** 20)}; ` +
       `RSS ${fitText(f.rss, "MiB", 2 ** 20)} (mean ${mib(rssMean)}, max ${mib(max(all.map((r) => r.rssBytes)))}, ` +

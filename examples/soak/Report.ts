@@ -17,7 +17,7 @@ import { Effect } from "effect"
 import { mkdirSync, writeFileSync } from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import type { Fits, Judgement, Sustained } from "./Hypotheses.ts"
+import type { Fits, Judgement, RssFlat, Sustained } from "./Hypotheses.ts"
 import type { Options } from "./Options.ts"
 import type { Sample } from "./Sampler.ts"
 import * as Svg from "./Svg.ts"
@@ -30,6 +30,10 @@ export interface Totals {
   readonly committed: number
   readonly lost: number
   readonly committedNotVerified: number
+  /** Read and not committed at the end: delivered again after a restart. */
+  readonly uncommitted: number
+  /** What the pipeline says it read (accepted from the source). */
+  readonly pipelineRead: number
   readonly retentionGaps: number
   readonly retentionGapRecords: number
   readonly sourceErrors: number
@@ -61,7 +65,10 @@ export interface Result {
   readonly committed: number
   readonly lost: number
   readonly committedNotVerified: number
+  readonly uncommittedAtEnd: number
   readonly rssMaxBytes: number
+  /** Whether RSS is flat after warm-up (see `Hypotheses.rssFlat`). */
+  readonly rssFlat: boolean
   readonly rssSlopeBytesPerSecond: number
   readonly rssR2: number
   readonly heapUsedMaxBytes: number
@@ -90,7 +97,16 @@ const num = (x: number, digits = 0) => x.toLocaleString("en-US", { maximumFracti
 export const folderName = (date: Date): string => `soak-${date.toISOString().slice(0, 19).replace(/:/g, "-")}`
 
 /** The `--json` object. */
-export const result = (options: Options, totals: Totals, samples: ReadonlyArray<Sample>, fits: Fits, sustained: Sustained, judgements: ReadonlyArray<Judgement>, folder: string): Result => ({
+export const result = (
+  options: Options,
+  totals: Totals,
+  samples: ReadonlyArray<Sample>,
+  fits: Fits,
+  sustained: Sustained,
+  rss: RssFlat,
+  judgements: ReadonlyArray<Judgement>,
+  folder: string
+): Result => ({
   rate: options.rate,
   durationSeconds: options.duration / 1000,
   source: options.source,
@@ -103,6 +119,8 @@ export const result = (options: Options, totals: Totals, samples: ReadonlyArray<
   committed: totals.committed,
   lost: totals.lost,
   committedNotVerified: totals.committedNotVerified,
+  uncommittedAtEnd: totals.uncommitted,
+  rssFlat: rss.flat,
   rssMaxBytes: max(samples.map((s) => s.rssBytes)),
   rssSlopeBytesPerSecond: Math.round(fits.rss.slope),
   rssR2: round3(fits.rss.r2),
@@ -240,6 +258,7 @@ export const summary = (
   samples: ReadonlyArray<Sample>,
   fits: Fits,
   sustained: Sustained,
+  rss: RssFlat,
   judgements: ReadonlyArray<Judgement>,
   json: Result
 ): string => {
@@ -258,14 +277,17 @@ ${totals.notes.map((n) => `\n- ${n}`).join("")}
 
 **${sustained.sustained ? "Sustained" : "Not sustained"}**: ${sustained.evidence}.
 
+**RSS ${rss.flat ? "flat" : "not flat"} after warm-up**: ${rss.evidence}.
+
 | | |
 |---|---|
 | offered (scheduled by the rate) | ${num(totals.offered)} |
 | read by the pipeline | ${num(totals.read)} |
 | verified in storage | ${num(totals.verified)} |
 | committed to the source | ${num(totals.committed)} (the pipeline's own count: ${num(totals.pipelineCommitted)}) |
-| lost (read and not verified, or deleted by retention) | ${num(totals.lost)} |
+| lost (committed while not verified, or deleted by retention) | ${num(totals.lost)} |
 | committed while not verified | ${num(totals.committedNotVerified)} |
+| read and not committed at the end (abandoned by the drain; delivered again after a restart) | ${num(totals.uncommitted)} (the pipeline accepted ${num(totals.pipelineRead)} of the ${num(totals.read)} read) |
 | achieved (committed ÷ ${totals.offerSeconds.toFixed(1)} s offered) | ${num(json.achievedRecordsPerSecond)} records/s |
 | drain (stop reading → everything read committed) | ${totals.drainSeconds.toFixed(2)} s |
 | RSS max | ${mib(json.rssMaxBytes)} |

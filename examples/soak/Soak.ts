@@ -107,6 +107,8 @@ export const run = (options: Options, argv: ReadonlyArray<string>) =>
       committed: counts.committed,
       lost: audit.lost(),
       committedNotVerified: counts.committedNotVerified,
+      uncommitted: audit.uncommitted(),
+      pipelineRead: stats.recordsRead,
       retentionGaps: counts.retentionGaps,
       retentionGapRecords: counts.retentionGapRecords,
       sourceErrors: counts.sourceErrors,
@@ -134,17 +136,18 @@ export const run = (options: Options, argv: ReadonlyArray<string>) =>
     }
     const fits = Hypotheses.fits(samples, offerSeconds)
     const sustained = Hypotheses.sustained(samples, facts, fits, counts.read)
+    const rss = Hypotheses.rssFlat(samples, fits)
     const judgements = Hypotheses.judge(samples, facts, fits)
     const folder = Report.folderName(startedAt)
     const dir = `${options.out}/${folder}`
-    const result = Report.result(options, totals, samples, fits, sustained, judgements, dir)
+    const result = Report.result(options, totals, samples, fits, sustained, rss, judgements, dir)
     const pipelineSvg = yield* Report.pipelineSvg(samples, options, offerSeconds)
     Report.write(options.out, folder, {
       csv: Report.csv(samples),
       soakSvg: Report.chart(samples, options, totals),
       pipelineSvg,
-      summary: Report.summary(options, argv, totals, samples, fits, sustained, judgements, result),
+      summary: Report.summary(options, argv, totals, samples, fits, sustained, rss, judgements, result),
       result
     })
-    return { result, sustained, judgements }
+    return { result, sustained, rss, judgements }
   }))

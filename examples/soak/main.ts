@@ -5,8 +5,8 @@
  *
  * Prints a progress line a second on stderr, then the summary's path; with
  * `--json` the last stdout line is the result object. Exit codes: 0 the run
- * finished with every record read verified and committed (whether or not the
- * rate was sustained: that is in the result); 1 records were lost, verified ≠
+ * finished with verified = committed and nothing lost (whether or not the rate
+ * was sustained: that is in the result); 1 records were lost, verified ≠
  * committed, a commit passed an unverified record, or the run failed; 2 bad
  * options.
  */
@@ -28,15 +28,17 @@ const options = decoded.success
 // Loaded after the options are checked: a bad flag is refused before the pipeline's modules load.
 const Soak = await import("./Soak.ts")
 Effect.runPromise(Soak.run(options, argv)).then(
-  ({ result, sustained, judgements }) => {
+  ({ judgements, result, rss, sustained }) => {
     const say = (line: string) => (options.json ? process.stderr : process.stdout).write(`${line}\n`)
     say(`\n${sustained.sustained ? "sustained" : "NOT sustained"}: ${sustained.evidence}`)
+    say(`RSS ${rss.flat ? "flat" : "NOT flat"} after warm-up: ${rss.evidence}`)
     for (const j of judgements) say(`hypothesis ${j.id} (${j.hypothesis}): ${j.verdict}`)
     say(`report: ${result.report}/summary.md`)
-    const intact = result.lost === 0 && result.verified === result.committed && result.committedNotVerified === 0 && result.read === result.committed
+    const intact = result.lost === 0 && result.verified === result.committed && result.committedNotVerified === 0
     if (!intact) {
       process.stderr.write(
-        `soak FAILED: read ${result.read}, verified ${result.verified}, committed ${result.committed}, lost ${result.lost}, committed while not verified ${result.committedNotVerified}\n`
+        `soak FAILED: read ${result.read}, verified ${result.verified}, committed ${result.committed}, lost ${result.lost}, ` +
+          `committed while not verified ${result.committedNotVerified}\n`
       )
     }
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`)
