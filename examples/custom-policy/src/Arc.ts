@@ -12,7 +12,8 @@
  *   `current > mean · (1 + tolerance) + deviations · deviation`. The limit is
  *   multiplied by `decrease` (at least −1, never below `floor`). Once per window.
  * - **steady** — otherwise. The long-run mean learns `current`, and when
- *   latency is not above the mean (`current ≤ mean`) **and** the limit was used
+ *   latency is not rising beyond one deviation (`current ≤ mean + deviation`)
+ *   **and** the limit was used
  *   (some request started with `inflightAtStart ≥ limit`) the limit grows by 1,
  *   up to `ceiling`. An idle limit never grows.
  *
@@ -55,7 +56,7 @@ import type { Layer } from "effect"
  * | `deviations` | 2.5 | 0 – 10 | k in `mean + k · deviation` (Vector's `rtt_deviation_scale`) |
  * | `tolerance` | 0.05 | 0 – 10 | latency allowed above the mean before it counts as rising, as a fraction |
  * | `minWindow` | 100 ms | > 0 | shortest window |
- * | `referenceBytes` | 1 MiB | ≥ 0 | size normalisation: latency is read as `latency / (1 + bytes / referenceBytes)` so that bigger objects do not read as congestion; 0 = raw latency |
+ * | `referenceBytes` | 256 KiB | ≥ 0 | size normalisation: latency is read as `latency / (1 + bytes / referenceBytes)` so that bigger objects do not read as congestion; 0 = raw latency |
  * | `stage` | `object_upload` | a `Failure.Stage` | which samples measure latency (throttles of every stage back off) |
  * | `probe` | true | | the forced probe; `false` disables it (what the ablation runs) |
  * | `probeAfterWindows` | 8 | 1 – 1000 | windows in a row at the floor before the forced probe |
@@ -132,7 +133,8 @@ export type ArcInput = Config.Input<typeof ArcConfig>
  * ARC's modes, BBR-style: a named phase, not booleans.
  *
  * - `steady`: the last window was neither throttled nor rising; the limit
- *   grows by 1 per window while used and latency is not above the mean.
+ *   grows by 1 per window while used and latency is within one deviation
+ *   of the mean.
  * - `backoff`: the last window was throttled or rising: the limit was cut.
  * - `probing`: pinned at the floor by the forced probe, re-learning the mean.
  *
