@@ -1,0 +1,173 @@
+/**
+ * `sluice audit` against the real local S3 server: an archive written by the
+ * real S3Sink (put → manifest → verify) audits clean; a deleted object is a
+ * hole with its offsets; an object whose bytes changed (same size) is a
+ * checksum failure; an incomplete multipart upload is an orphan.
+ */
+import {
+  AbortMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand
+} from "@aws-sdk/client-s3"
+import { Batch } from "@sluice/core"
+import { Effect } from "effect"
+import type { Scope } from "effect"
+import { beforeAll, beforeEach, describe, expect, it } from "vitest"
+import type * as Audit from "../src/Audit.ts"
+import * as AuditCli from "../src/AuditCli.ts"
+import * as S3Sink from "../src/S3Sink.ts"
+import { batchOf, bigBatch } from "./support/Batches.ts"
+import * as Env from "./support/Env.ts"
+
+const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>) => Effect.runPromise(Effect.scoped(effect))
+
+/** Put → manifest → verify, as the pipeline does before it commits. */
+const archive = (sink: S3Sink.S3Sink, batch: Batch.SealedBatch) =>
+  Effect.gen(function*() {
+    const receipt = yield* sink.putObject(batch)
+    yield* sink.putManifest(Batch.manifestOf(batch, receipt.checksum))
+    yield* sink.verify(receipt)
+  })
+
+/** Runs `sluice audit --json` in process; the exit code, the text and the report (the last line). */
+const audit = async (bucket: string, ...flags: Array<string>) => {
+  const e = Env.env()
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const code = await AuditCli.main(
+    ["audit", "--bucket", bucket, "--endpoint", e.endpoint, "--json", ...flags],
+    (l) => out.push(l),
+    (l) => err.push(l),
+    { SLUICE_S3_ACCESS_KEY: e.accessKeyId, SLUICE_S3_SECRET_KEY: e.secretAccessKey, SLUICE_S3_REGION: e.region }
+  )
+  const report = JSON.parse(out.at(-1) ?? "{}") as Audit.Report
+  return { code, text: out.join("\n"), err: err.join("\n"), report }
+}
+
+beforeAll(Env.requireServer)
+beforeEach(Env.requireServer)
+
+describe("sluice audit against the real server", () => {
+  let bucket: string
+  const first = batchOf({ firstOffset: 0, count: 100, recordBytes: 50 })
+  const second = batchOf({ firstOffset: 100, count: 100, recordBytes: 50 })
+  const third = batchOf({ firstOffset: 200, count: 100, recordBytes: 50 })
+  // a crash replayed offsets 150..249 with other batch boundaries: same records, another key
+  const replay = batchOf({ firstOffset: 150, count: 100, recordBytes: 50 })
+  // partition 1: a retention gap (offsets 50..99 deleted unread) recorded in the manifest after it; gzip bodies
+  const p1a: Batch.SealedBatch = { ...batchOf({ partition: 1, firstOffset: 0, count: 50, recordBytes: 80 }), compression: { codec: "gzip" } }
+  const p1b: Batch.SealedBatch = {
+    ...batchOf({ partition: 1, firstOffset: 100, count: 40, recordBytes: 80 }),
+    compression: { codec: "gzip" },
+    gap: { expected: 50, logStart: 100, lostRecords: 50 }
+  }
+  // partition 2: one SHA256 multipart object (COMPOSITE checksum over 5 MiB parts)
+  const twelve = bigBatch(12)
+  const big: Batch.SealedBatch = { ...twelve, partition: 2, key: twelve.key.replace("p=00000", "p=00002") }
+
+  it("an archive written by the S3 sink audits clean: every offset covered, a replay's overlaps reported as harmless duplicates, the retention gap listed", async () => {
+    bucket = await Env.newBucket("audit")
+    await run(Effect.gen(function*() {
+      const sink = yield* S3Sink.make(Env.sinkConfig(bucket))
+      for (const b of [first, second, third, replay, p1a, p1b]) yield* archive(sink, b)
+      const sha = yield* S3Sink.make(Env.sinkConfig(bucket, { checksumAlgorithm: "SHA256", multipartThreshold: "5 MiB", partSize: "5 MiB" }))
+      yield* archive(sha, big)
+    }))
+    const { code, text, report } = await audit(bucket)
+    expect(report).toMatchObject({
+      ok: true,
+      partitions: 3,
+      objects: 7,
+      records: 300 + 90 + big.records,
+      holes: [],
+      duplicates: 2,
+      conflicts: 0,
+      checksumFailures: 0,
+      objectFailures: [],
+      orphanedUploads: [],
+      lostRecords: 50
+    })
+    // key order decides: the replay (150..249) sorts between second and third, so it loses 150..199 to
+    // second and wins 200..249, which third then duplicates
+    expect(report.overlaps).toMatchObject([
+      { key: replay.key, from: 150, to: 199, kind: "duplicate", winners: [second.key] },
+      { key: third.key, from: 200, to: 249, kind: "duplicate", winners: [replay.key] }
+    ])
+    expect(report.retentionGaps).toMatchObject([{ source: "orders", partition: 1, expected: 50, logStart: 100, lostRecords: 50, key: p1b.key }])
+    expect(code).toBe(0)
+    expect(text).toContain("CLEAN")
+    expect(text).toContain("orders:1  offsets 0..139")
+    // committed at the end of partition 0 is clean; committed past it is a hole up to the committed offset
+    expect((await audit(bucket, "--committed", "orders:0=300,orders:1=140")).code).toBe(0)
+    const ahead = await audit(bucket, "--committed", "orders:0=320")
+    expect(ahead.code).toBe(1)
+    expect(ahead.report.holes).toMatchObject([{ partition: 0, from: 300, to: 319, count: 20, where: "committed" }])
+  }, 120_000)
+
+  it("a deleted object is a hole with its offsets (exit 1)", async () => {
+    const c = Env.client()
+    try {
+      await c.send(new DeleteObjectCommand({ Bucket: bucket, Key: second.key }))
+    } finally {
+      c.destroy()
+    }
+    const { code, text, report } = await audit(bucket)
+    expect(code).toBe(1)
+    expect(report.ok).toBe(false)
+    // offsets 150..199 are still held by the replayed object
+    expect(report.holes).toEqual([{ prefix: "", source: "orders", partition: 0, from: 100, to: 149, count: 50, where: "archive" }])
+    expect(report.missingObjects).toEqual([second.key])
+    expect(text).toContain("HOLE orders:0 offsets 100..149 (50 records)")
+  }, 60_000)
+
+  it("an object whose bytes changed (same size) is a checksum failure", async () => {
+    const c = Env.client()
+    try {
+      const got = await c.send(new GetObjectCommand({ Bucket: bucket, Key: third.key }))
+      const bytes = await got.Body!.transformToByteArray()
+      const last = bytes.length - 1
+      bytes[last] = (bytes[last] ?? 0) ^ 0xff
+      await c.send(new PutObjectCommand({ Bucket: bucket, Key: third.key, Body: bytes }))
+    } finally {
+      c.destroy()
+    }
+    const { code, report } = await audit(bucket)
+    expect(code).toBe(1)
+    expect(report.checksumFailures).toBe(1)
+    expect(report.objectFailures).toMatchObject([{ key: third.key, kind: "ChecksumMismatch" }])
+    // the replay still covers 200..249; 250..299 were only in the corrupt object
+    expect(report.holes.map((h) => [h.from, h.to])).toEqual([[100, 149], [250, 299]])
+  }, 60_000)
+
+  it("an incomplete multipart upload is reported as orphaned", async () => {
+    const bucket = await Env.newBucket("audit-mpu")
+    await run(Effect.gen(function*() {
+      const sink = yield* S3Sink.make(Env.sinkConfig(bucket))
+      yield* archive(sink, first)
+    }))
+    expect((await audit(bucket)).code).toBe(0)
+    const c = Env.client()
+    const key = second.key
+    try {
+      const created = await c.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }))
+      await c.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: created.UploadId, PartNumber: 1, Body: new Uint8Array(1024) }))
+      const { code, text, report } = await audit(bucket)
+      expect(code).toBe(1)
+      expect(report.orphanedUploads).toMatchObject([{ key, uploadId: created.UploadId }])
+      expect(text).toContain(`ORPHANED multipart upload ${key}`)
+      await c.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: created.UploadId }))
+      expect((await audit(bucket)).code).toBe(0)
+    } finally {
+      c.destroy()
+    }
+  }, 60_000)
+
+  it("a bucket that does not exist is bad usage naming --bucket (exit 2)", async () => {
+    const { code, err } = await audit("no-such-bucket-for-sluice-audit")
+    expect(code).toBe(2)
+    expect(err).toContain("--bucket no-such-bucket-for-sluice-audit: no such bucket")
+  })
+})
