@@ -312,6 +312,7 @@ ${[
     row("committed (records/s)", (s) => s.committedPerSecond, (x) => num(x)),
     row("CPU (share of one core)", (s) => s.cpu, (x) => x.toFixed(2)),
     row("event loop busy", (s) => s.eventLoopBusy, (x) => `${(100 * x).toFixed(0)} %`),
+    row("event loop blocked, longest (ms)", (s) => s.eventLoopDelayMaxMillis, (x) => x.toFixed(0)),
     row("uploads in flight", (s) => s.inflightBatches, (x) => x.toFixed(1)),
     row("concurrency knob", (s) => s.concurrency, (x) => x.toFixed(1)),
     row("batch target (records)", (s) => s.batchTargetRecords, (x) => num(x)),

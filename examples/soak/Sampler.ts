@@ -7,7 +7,7 @@
  */
 import type { Pipeline, Source } from "@sluice/core"
 import { Effect } from "effect"
-import { performance } from "node:perf_hooks"
+import { monitorEventLoopDelay, performance } from "node:perf_hooks"
 import type { Audit } from "./Audit.ts"
 import type { Latencies } from "./Latencies.ts"
 import type { Telemetry } from "./Telemetry.ts"
@@ -47,6 +47,8 @@ export interface Sample {
   /** Share of one core this process used over the second (user + system), and of the event loop busy. */
   readonly cpu: number
   readonly eventLoopBusy: number
+  /** The longest the event loop was blocked over the second (ms; timers and I/O waited this long). */
+  readonly eventLoopDelayMaxMillis: number
   readonly throttledPerSecond: number
   readonly transientPerSecond: number
   readonly fatalPerSecond: number
@@ -92,6 +94,8 @@ export const make = (deps: SamplerDeps): (phase: Sample["phase"]) => Effect.Effe
   let last = { at: started, read: 0, verified: 0, committed: 0, throttled: 0, transient: 0, fatal: 0 }
   let cpu = process.cpuUsage()
   let elu = performance.eventLoopUtilization()
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
   return (phase) =>
     Effect.gen(function*() {
       const reading = yield* deps.telemetry.read
@@ -138,6 +142,7 @@ export const make = (deps: SamplerDeps): (phase: Sample["phase"]) => Effect.Effe
         arrayBuffersBytes: memory.arrayBuffers,
         cpu: (cpuNow.user - cpu.user + cpuNow.system - cpu.system) / 1e6 / seconds,
         eventLoopBusy: performance.eventLoopUtilization(eluNow, elu).utilization,
+        eventLoopDelayMaxMillis: delay.max / 1e6,
         throttledPerSecond: perSecond(failures.throttled, last.throttled),
         transientPerSecond: perSecond(failures.transient, last.transient),
         fatalPerSecond: perSecond(failures.fatal, last.fatal),
@@ -159,6 +164,7 @@ export const make = (deps: SamplerDeps): (phase: Sample["phase"]) => Effect.Effe
       last = { at: now, read: counts.read, verified: counts.verified, committed: counts.committed, ...failures }
       cpu = cpuNow
       elu = eluNow
+      delay.reset()
       return row
     })
 }

@@ -72,9 +72,11 @@ export const run = (options: Options, argv: ReadonlyArray<string>) =>
     let phase: Sample["phase"] = "running"
     const t0 = performance.now()
 
-    // One row a second, on a grid from the start (a late tick does not shift the next ones).
+    // One row a second, on a grid from the start: a late tick does not shift the next ones, and
+    // slots missed while the event loop was blocked are skipped (the row's `t` shows the gap).
     const sampling = yield* Effect.forkScoped(Effect.gen(function*() {
       for (let n = 1;; n++) {
+        n = Math.max(n, Math.ceil((performance.now() - t0) / 1000))
         const wait = t0 + n * 1000 - performance.now()
         if (wait > 0) yield* Effect.sleep(wait)
         const row = yield* sample(phase)
