@@ -216,6 +216,11 @@ export interface PipelineOptions<E = never> {
   readonly policies?: Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
   /** Meter provider for metrics (default: the global one). */
   readonly meterProvider?: MeterProvider
+  /**
+   * The pipeline's name: the `sluice.pipeline` attribute of its metrics and
+   * spans (default: the source's name). Name each pipeline of a process.
+   */
+  readonly name?: string | undefined
 }
 
 /**
@@ -259,7 +264,7 @@ export const start = <E = never>(
         Effect.provideService(PolicySupervisor.PolicySupervisor, supervisor)
       )
     const retry = Context.getOrElse(policyContext, RetryPolicy.CurrentRetryPolicy, () => RetryPolicy.CurrentRetryPolicy.defaultValue())
-    const metrics = Metrics.make(options.meterProvider)
+    const metrics = Metrics.make(options.meterProvider, { pipeline: options.name ?? source.name, topic: source.name })
     const stats = Stats.make(knobs.current().readGate)
     const publish = bus.publishUnsafe
     const done = yield* Deferred.make<PipelineStats, PipelineError>()
@@ -378,7 +383,7 @@ const handOn = (deps: {
   for (const batch of batches) {
     deps.committer.register(batch)
     deps.stats.batchesSealed++
-    deps.metrics.seals.add(1, { reason: batch.sealReason })
+    deps.metrics.seals.add(1, { [Metrics.Attribute.sealReason]: batch.sealReason })
     deps.publish({
       _tag: "Sealed",
       at: now,
@@ -402,14 +407,18 @@ const watchKnobs = (
   return knobs.changes.pipe(
     Stream.runForEach((values) =>
       Effect.gen(function*() {
+        const decided = (knob: string, from: unknown, to: unknown) => {
+          metrics.policyDecisions.add(1, { [Metrics.Attribute.knob]: knob })
+          return Effect.logDebug("sluice: policy decision").pipe(Effect.annotateLogs({ knob, from, to }))
+        }
         if (values.concurrency !== last.concurrency) {
-          metrics.policyDecisions.add(1, { knob: "concurrency" })
+          yield* decided("concurrency", last.concurrency, values.concurrency)
           yield* limiter.resize(values.concurrency)
         }
-        if (values.batchTarget !== last.batchTarget) metrics.policyDecisions.add(1, { knob: "batchTarget" })
-        if (values.rate !== last.rate) metrics.policyDecisions.add(1, { knob: "rate" })
+        if (values.batchTarget !== last.batchTarget) yield* decided("batchTarget", last.batchTarget, values.batchTarget)
+        if (values.rate !== last.rate) yield* decided("rate", last.rate, values.rate)
         if (values.readGate !== last.readGate) {
-          metrics.policyDecisions.add(1, { knob: "readGate" })
+          yield* decided("readGate", last.readGate, values.readGate)
           yield* admission.setGate(values.readGate)
         }
         last = values

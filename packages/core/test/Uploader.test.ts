@@ -200,7 +200,7 @@ describe("Uploader retries", () => {
         .filter((m) => m.descriptor.name === "sluice.retries")
         .flatMap((m) => m.dataPoints.map((dp) => ({ value: dp.value, attributes: dp.attributes })))
       expect(points.reduce((n, dp) => n + (typeof dp.value === "number" ? dp.value : 0), 0)).toBe(6)
-      expect(points[0]?.attributes).toMatchObject({ class: "Throttled", code: "SlowDown", stage: "verify" })
+      expect(points[0]?.attributes).toMatchObject({ "sluice.failure.class": "Throttled", "error.type": "SlowDown", "sluice.stage": "verify" })
     }))
 })
 

@@ -39,6 +39,7 @@
 import { Clock, Effect, Fiber, Latch, Pull, Stream } from "effect"
 import type { SealedBatch } from "../Batch.ts"
 import type { KnobValues, ReadGate } from "../Knob.ts"
+import { Attribute } from "../Metrics.ts"
 import type { Instruments } from "../Metrics.ts"
 import type { RecordChunk } from "../Record.ts"
 import { splitAt } from "../Record.ts"
@@ -149,8 +150,12 @@ export const make = (deps: AdmissionDeps): Effect.Effect<Admission> =>
       sealAll: (reason) => sealAll(reader, reason),
       setGate: (gate) =>
         Effect.suspend(() => {
+          const was = deps.stats.readGate
           deps.stats.readGate = gate
-          return Effect.asVoid(gate === "open" ? reader.gateOpen.open : reader.gateOpen.close)
+          const log = was === gate
+            ? Effect.void
+            : Effect.logDebug(gate === "open" ? "sluice: reads resumed" : "sluice: reads paused").pipe(Effect.annotateLogs({ gate, was }))
+          return Effect.andThen(log, Effect.asVoid(gate === "open" ? reader.gateOpen.open : reader.gateOpen.close))
         })
     }
   })
@@ -294,7 +299,7 @@ const onGap = (reader: Reader, gap: RetentionGap) =>
     const { sealer, stats, metrics } = reader.deps
     const now = yield* Clock.currentTimeMillis
     stats.retentionGapRecords += gap.lostRecords
-    metrics.retentionGapRecords.add(gap.lostRecords, { partition: gap.partition })
+    metrics.retentionGapRecords.add(gap.lostRecords, { [Attribute.partition]: String(gap.partition) })
     // The records before the gap go in their own batch; the next batch starts
     // at the log start and carries the gap in its manifest.
     const submit = reader.deps.sealed(sealer.sealPartition(gap.source, gap.partition, "gap", now), now)

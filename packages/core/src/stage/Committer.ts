@@ -15,6 +15,7 @@
 import { Clock, Effect, Semaphore } from "effect"
 import type { SealedBatch } from "../Batch.ts"
 import { CommitTracker } from "../CommitTracker.ts"
+import { Attribute } from "../Metrics.ts"
 import type { Instruments } from "../Metrics.ts"
 import type { Source, SourceError } from "../Source.ts"
 import type { PipelineStats } from "./Stats.ts"
@@ -73,6 +74,7 @@ export interface Committer {
 }
 
 interface Want {
+  readonly source: string
   readonly partition: number
   nextOffset: number
   records: number
@@ -98,9 +100,14 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
         const records = want.records
         if (nextOffset <= have) continue
         const startedAt = yield* Clock.currentTimeMillis
-        yield* deps.source.commit(want.partition, nextOffset)
+        yield* deps.source.commit(want.partition, nextOffset).pipe(
+          Effect.withSpan("sluice.commit", {
+            kind: "client",
+            attributes: { [Attribute.topic]: want.source, [Attribute.partition]: String(want.partition), "sluice.commit.next_offset": nextOffset, "sluice.commit.records": records }
+          }, { captureStackTrace: false })
+        )
         const end = yield* Clock.currentTimeMillis
-        metrics.stageDuration.record((end - startedAt) / 1000, { stage: "commit" })
+        metrics.stageDuration.record((end - startedAt) / 1000, { [Attribute.stage]: "commit" })
         stats.committed.set(id, nextOffset)
         want.records -= records
         stats.recordsCommitted += records
@@ -128,7 +135,7 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
           const id = `${advance.source}/${advance.partition}`
           const want = wanted.get(id)
           if (want === undefined) {
-            wanted.set(id, { partition: advance.partition, nextOffset: advance.nextOffset, records: advance.records })
+            wanted.set(id, { source: advance.source, partition: advance.partition, nextOffset: advance.nextOffset, records: advance.records })
           } else {
             want.nextOffset = advance.nextOffset
             want.records += advance.records

@@ -31,6 +31,7 @@ import { Clock, Effect, Exit, Semaphore } from "effect"
 import * as Failure from "../Failure.ts"
 import type { SinkFailure, Stage, VerificationFailed } from "../Failure.ts"
 import type { KnobValues } from "../Knob.ts"
+import { Attribute } from "../Metrics.ts"
 import type { Instruments } from "../Metrics.ts"
 import type { Signal } from "../Signal.ts"
 import type { PipelineStats } from "./Stats.ts"
@@ -183,7 +184,7 @@ const measured = <A, E extends SinkFailure | VerificationFailed>(
     // A successful put's local checksum time is not the store's latency.
     const local = Exit.isSuccess(exit) ? checksumMillisOf(exit.value) : 0
     const latencyMillis = Math.max(0, end - startedAt - local)
-    metrics.stageDuration.record(latencyMillis / 1000, { stage })
+    metrics.stageDuration.record(latencyMillis / 1000, { [Attribute.stage]: stage })
     if (Exit.isSuccess(exit)) {
       deps.publish({ _tag: "UploadSample", at: end, stage, startedAt, latencyMillis, bytes, inflightAtStart, limitAtStart })
       return exit.value
@@ -192,13 +193,16 @@ const measured = <A, E extends SinkFailure | VerificationFailed>(
     if (reason !== undefined && reason._tag === "Fail") {
       const failure = Failure.classify(reason.error)
       stats.failures++
-      metrics.failures.add(1, { class: failure.failureClass, code: failure.code, stage })
+      metrics.failures.add(1, { [Attribute.errorType]: failure.code, [Attribute.failureClass]: failure.failureClass, [Attribute.stage]: stage })
       if (attribute(failure) === "dropped") {
         stats.throttles++
-        metrics.throttles.add(1, { code: failure.code })
+        metrics.throttles.add(1, { [Attribute.errorType]: failure.code })
+        yield* Effect.logDebug("sluice: throttled").pipe(
+          Effect.annotateLogs({ stage, code: failure.code, inflight: inflightAtStart, limit: limitAtStart })
+        )
       }
       if (reason.error._tag === "VerificationFailed") {
-        metrics.verificationFailures.add(1, { reason: reason.error.reason })
+        metrics.verificationFailures.add(1, { [Attribute.errorType]: reason.error.reason })
       }
       deps.publish({ _tag: "Failure", at: end, failure, startedAt, latencyMillis, inflightAtStart, limitAtStart, attempt })
     }

@@ -19,6 +19,7 @@ import { Clock, Effect } from "effect"
 import type { Scope } from "effect"
 import type { SealedBatch } from "../Batch.ts"
 import type { KnobValues } from "../Knob.ts"
+import { Attribute } from "../Metrics.ts"
 import type { Instruments } from "../Metrics.ts"
 import type { Sealer } from "../Sealer.ts"
 import type { Signal } from "../Signal.ts"
@@ -79,11 +80,26 @@ export const run = (deps: TickerDeps, scope: Scope.Scope): Effect.Effect<never> 
       ),
       scope
     )
-    return yield* Effect.forever(Effect.andThen(Effect.sleep(deps.tickMillis), Effect.suspend(() => tick(deps, lag))))
+    // In-flight values are up-down counters: each tick adds the change since
+    // the last one, and ending the loop takes back what this pipeline added,
+    // so sums across pipelines and instances stay true.
+    const reported: Reported = { batches: 0, bytes: 0 }
+    return yield* Effect.forever(Effect.andThen(Effect.sleep(deps.tickMillis), Effect.suspend(() => tick(deps, lag, reported)))).pipe(
+      Effect.ensuring(Effect.sync(() => {
+        deps.metrics.inflightBatches.add(-reported.batches)
+        deps.metrics.inflightBytes.add(-reported.bytes)
+      }))
+    )
   })
 
+/** What this ticker has added to the in-flight up-down counters. */
+interface Reported {
+  batches: number
+  bytes: number
+}
+
 /** One tick: age seals, gauges, signals. */
-const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>) =>
+const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>, reported: Reported) =>
   Effect.gen(function*() {
     const { stats, metrics } = deps
     const now = yield* Clock.currentTimeMillis
@@ -95,10 +111,12 @@ const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>) =>
     let totalLag = 0
     for (const [partition, records] of lag) {
       totalLag += records
-      metrics.sourceLag.record(records, { partition })
+      metrics.sourceLag.record(records, { [Attribute.partition]: String(partition) })
     }
-    metrics.inflightBatches.record(stats.uploading)
-    metrics.inflightBytes.record(stats.inflightBytes)
+    metrics.inflightBatches.add(stats.uploading - reported.batches)
+    metrics.inflightBytes.add(stats.inflightBytes - reported.bytes)
+    reported.batches = stats.uploading
+    reported.bytes = stats.inflightBytes
     metrics.concurrencyLimit.record(values.concurrency)
     metrics.batchTargetBytes.record(values.batchTarget.bytes)
     metrics.batchTargetRecords.record(values.batchTarget.records)

@@ -31,6 +31,7 @@ import * as Batch from "../Batch.ts"
 import type { SealedBatch } from "../Batch.ts"
 import * as Failure from "../Failure.ts"
 import type { SinkFailure, VerificationFailed } from "../Failure.ts"
+import { Attribute } from "../Metrics.ts"
 import type { Instruments } from "../Metrics.ts"
 import * as RetryPolicy from "../RetryPolicy.ts"
 import type { RetryBudget } from "../RetryPolicy.ts"
@@ -414,7 +415,7 @@ const decide = (
       return { _tag: "GiveUp", error: batchFailed(failed, failure, error, spent) } as const
     }
     deps.stats.retries++
-    deps.metrics.retries.add(1, { class: failure.failureClass, code: failure.code, stage: failed.stage })
+    deps.metrics.retries.add(1, { [Attribute.errorType]: failure.code, [Attribute.failureClass]: failure.failureClass, [Attribute.stage]: failed.stage })
     yield* Effect.logWarning("sluice: retrying a failed batch").pipe(
       Effect.annotateLogs({
         batch: failed.batch.key,
@@ -442,11 +443,13 @@ const runStages = (
     let receipt = state.receipt
     let stage: UploadStage = receipt === undefined ? "object_upload" : state.stage
     const failed = (error: SinkFailure | VerificationFailed) => ({ error, state: { ...state, stage, receipt } })
+    const span = spanOf(batch, attempt)
     if (stage === "object_upload") {
       // Compressed (off the event loop when large) before the timed request:
       // the sample is the store's latency, and its bytes what is sent.
       yield* Batch.prepareBody(batch)
       receipt = yield* limiter.measure("object_upload", Batch.objectBytes(batch), attempt, sink.putObject(batch)).pipe(
+        span("sluice.batch.upload"),
         Effect.mapError(failed)
       )
       // Stored: the body is not needed again (a retry resumes after this stage).
@@ -457,12 +460,33 @@ const runStages = (
     const stored = receipt
     if (stage === "manifest_upload") {
       yield* limiter.measure("manifest_upload", 0, attempt, sink.putManifest(Batch.manifestOf(batch, stored.checksum))).pipe(
+        span("sluice.batch.manifest"),
         Effect.mapError(failed)
       )
       stage = "verify"
     }
-    yield* limiter.measure("verify", 0, attempt, sink.verify(stored)).pipe(Effect.mapError(failed))
+    yield* limiter.measure("verify", 0, attempt, sink.verify(stored)).pipe(span("sluice.batch.verify"), Effect.mapError(failed))
   })
+
+/**
+ * A client span per stage of a batch's attempt, through Effect's tracer (an
+ * OpenTelemetry tracer when the application installs one, e.g. with
+ * `@effect/opentelemetry`): the batch key, topic, partition, offsets, records,
+ * bytes and the attempt. No stack capture: it would cost on every request.
+ */
+const spanOf = (batch: SealedBatch, attempt: number) => {
+  const attributes = {
+    "sluice.batch.key": batch.key,
+    [Attribute.topic]: batch.source,
+    [Attribute.partition]: String(batch.partition),
+    "sluice.batch.first_offset": batch.firstOffset,
+    "sluice.batch.last_offset": batch.lastOffset,
+    "sluice.batch.records": batch.records,
+    "sluice.batch.bytes": batch.bytes,
+    "sluice.attempt": attempt
+  }
+  return (name: string) => Effect.withSpan(name, { kind: "client", attributes }, { captureStackTrace: false })
+}
 
 const batchFailed = (
   state: UploadState,

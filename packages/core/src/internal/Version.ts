@@ -1,0 +1,7 @@
+/**
+ * `@sluice/core`'s package version, for the OpenTelemetry instrumentation
+ * scope. `Metrics.test` checks it equals package.json's.
+ *
+ * @internal
+ */
+export const version = "0.1.0"
