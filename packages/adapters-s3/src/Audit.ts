@@ -418,7 +418,7 @@ interface Candidate {
   readonly valid: { readonly manifest: Batch.Manifest; readonly digests: ArrayLike<number> } | undefined
 }
 
-/** The offsets `from .. to` the object at `index` of the walk won. */
+/** The offsets `from .. to` an object won in the coverage walk. */
 interface Segment {
   readonly from: number
   readonly to: number
@@ -615,6 +615,68 @@ const compareOverlap = (
 const names = (c: Committed, l: { readonly prefix: string; readonly source: string; readonly partition: number }): boolean =>
   c.partition === l.partition && (c.source === l.source || c.source === `${l.prefix}${l.source}`)
 
+/** A partition's objects (in key order) and the offsets its manifests and keys span. */
+interface Stream {
+  readonly location: ObjectLocation
+  readonly candidates: ReadonlyArray<Candidate>
+  readonly extentFrom: number
+  readonly extentTo: number
+}
+
+/**
+ * The coverage walk of one partition: the first valid object in key order
+ * wins each offset; a later one overlapping winners is compared with them; a
+ * run no valid object covers, less the retention gaps, is a hole. The range
+ * ends at the last offset the keys span, or at `committed - 1`.
+ */
+const walkPartition = (
+  stream: Stream,
+  gaps: ReadonlyArray<RetentionGap>,
+  committed: number | undefined
+): { readonly holes: Array<Hole>; readonly overlaps: Array<Overlap>; readonly report: PartitionReport } => {
+  const { location } = stream
+  const end = committed === undefined ? stream.extentTo : committed - 1
+  const holes: Array<Hole> = []
+  const overlaps: Array<Overlap> = []
+  const addHole = (from: number, to: number, where: Hole["where"]) => {
+    const bound = Math.min(to, end)
+    if (bound < from) return
+    for (const [a, b] of subtractGaps(from, bound, gaps)) {
+      holes.push({ prefix: location.prefix, source: location.source, partition: location.partition, from: a, to: b, count: b - a + 1, where })
+    }
+  }
+  const segments: Array<Segment> = []
+  let coveredTo = stream.extentFrom // exclusive: every offset below is decided
+  let records = 0
+  for (const candidate of stream.candidates) {
+    if (candidate.valid === undefined) continue
+    const { firstOffset, lastOffset } = candidate.location
+    if (firstOffset > coveredTo) addHole(coveredTo, firstOffset - 1, "archive")
+    if (firstOffset < coveredTo) overlaps.push(compareOverlap(candidate, segments, firstOffset, Math.min(lastOffset, coveredTo - 1)))
+    if (lastOffset >= coveredTo) {
+      const from = Math.max(firstOffset, coveredTo)
+      segments.push({ from, to: lastOffset, object: candidate })
+      records += recordsFrom(candidate.valid.manifest, from)
+      coveredTo = lastOffset + 1
+    }
+  }
+  if (coveredTo <= stream.extentTo) addHole(coveredTo, stream.extentTo, "archive")
+  if (end > stream.extentTo) addHole(Math.max(coveredTo, stream.extentTo + 1), end, "committed")
+  const report: PartitionReport = {
+    prefix: location.prefix,
+    source: location.source,
+    partition: location.partition,
+    from: stream.extentFrom,
+    to: end,
+    committed,
+    objects: stream.candidates.length,
+    records,
+    holes: holes.length,
+    lostRecords: gaps.reduce((n, g) => n + g.lostRecords, 0)
+  }
+  return { holes, overlaps, report }
+}
+
 /**
  * Audits a bucket's contents: see the module doc for the rules.
  *
@@ -641,7 +703,7 @@ export const audit = (input: Input): Report => {
   const unmanifested: Array<string> = []
 
   // Each object: valid (counts) or not; grouped by partition, in key order.
-  const streams = new Map<string, { location: ObjectLocation; candidates: Array<Candidate>; extentTo: number; extentFrom: number }>()
+  const streams = new Map<string, { location: ObjectLocation; candidates: Array<Candidate>; extentFrom: number; extentTo: number }>()
   const streamOf = (location: ObjectLocation) => {
     const id = streamId(location)
     let s = streams.get(id)
@@ -680,69 +742,17 @@ export const audit = (input: Input): Report => {
   }
   for (const missing of classified.missingObjects) streamOf(missing.location)
 
-  const holes: Array<Hole> = []
-  const overlaps: Array<Overlap> = []
-  const byPartition: Array<PartitionReport> = []
-  let records = 0
   const ids = [...streams.keys()].sort(compareKeys)
-  for (const id of ids) {
+  const walks = ids.flatMap((id) => {
     const stream = streams.get(id)
-    if (stream === undefined) continue
-    const { location } = stream
-    const gaps = gapsByStream.get(id) ?? []
-    const c = committed.find((entry) => names(entry, location))
-    const end = c === undefined ? stream.extentTo : c.offset - 1
-    const partitionHoles: Array<Hole> = []
-    const addHole = (from: number, to: number, where: Hole["where"]) => {
-      const bound = Math.min(to, end)
-      if (bound < from) return
-      for (const [a, b] of subtractGaps(from, bound, gaps)) {
-        partitionHoles.push({
-          prefix: location.prefix,
-          source: location.source,
-          partition: location.partition,
-          from: a,
-          to: b,
-          count: b - a + 1,
-          where
-        })
-      }
-    }
-    // The coverage walk: the first valid object in key order wins each offset.
-    const segments: Array<Segment> = []
-    let coveredTo = stream.extentFrom // exclusive: every offset below is decided
-    let partitionRecords = 0
-    for (const candidate of stream.candidates) {
-      if (candidate.valid === undefined) continue
-      const { firstOffset, lastOffset } = candidate.location
-      if (firstOffset > coveredTo) addHole(coveredTo, firstOffset - 1, "archive")
-      if (firstOffset < coveredTo) {
-        overlaps.push(compareOverlap(candidate, segments, firstOffset, Math.min(lastOffset, coveredTo - 1)))
-      }
-      if (lastOffset >= coveredTo) {
-        const from = Math.max(firstOffset, coveredTo)
-        segments.push({ from, to: lastOffset, object: candidate })
-        partitionRecords += recordsFrom(candidate.valid.manifest, from)
-        coveredTo = lastOffset + 1
-      }
-    }
-    if (coveredTo <= stream.extentTo) addHole(coveredTo, stream.extentTo, "archive")
-    if (end > stream.extentTo) addHole(Math.max(coveredTo, stream.extentTo + 1), end, "committed")
-    holes.push(...partitionHoles)
-    records += partitionRecords
-    byPartition.push({
-      prefix: location.prefix,
-      source: location.source,
-      partition: location.partition,
-      from: stream.extentFrom,
-      to: end,
-      committed: c?.offset,
-      objects: stream.candidates.length,
-      records: partitionRecords,
-      holes: partitionHoles.length,
-      lostRecords: gaps.reduce((n, g) => n + g.lostRecords, 0)
-    })
-  }
+    if (stream === undefined) return []
+    const c = committed.find((entry) => names(entry, stream.location))
+    return [walkPartition(stream, gapsByStream.get(id) ?? [], c?.offset)]
+  })
+  const holes = walks.flatMap((w) => w.holes)
+  const overlaps = walks.flatMap((w) => w.overlaps)
+  const byPartition = walks.map((w) => w.report)
+  const records = byPartition.reduce((n, p) => n + p.records, 0)
 
   const streamList = [...streams.values()].map((s) => s.location)
   const unarchived = committed

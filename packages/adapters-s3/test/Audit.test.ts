@@ -15,7 +15,7 @@ import {
 import { Batch } from "@sluice/core"
 import { Effect } from "effect"
 import type { Scope } from "effect"
-import { beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { beforeEach, describe, expect, it } from "vitest"
 import type * as Audit from "../src/Audit.ts"
 import * as AuditCli from "../src/AuditCli.ts"
 import * as S3Sink from "../src/S3Sink.ts"
@@ -47,7 +47,6 @@ const audit = async (bucket: string, ...flags: Array<string>) => {
   return { code, text: out.join("\n"), err: err.join("\n"), report }
 }
 
-beforeAll(Env.requireServer)
 beforeEach(Env.requireServer)
 
 describe("sluice audit against the real server", () => {
@@ -100,6 +99,9 @@ describe("sluice audit against the real server", () => {
     expect(code).toBe(0)
     expect(text).toContain("CLEAN")
     expect(text).toContain("orders:1  offsets 0..139")
+    // --prefix audits only the keys under it
+    const one = await audit(bucket, "--prefix", "orders/p=00001/")
+    expect(one.report).toMatchObject({ ok: true, partitions: 1, objects: 2, records: 90, lostRecords: 50 })
     // committed at the end of partition 0 is clean; committed past it is a hole up to the committed offset
     expect((await audit(bucket, "--committed", "orders:0=300,orders:1=140")).code).toBe(0)
     const ahead = await audit(bucket, "--committed", "orders:0=320")
