@@ -6,7 +6,7 @@ export default defineConfig({
   resolve: { conditions: ["@sluice/source"] },
   ssr: { resolve: { conditions: ["@sluice/source"] } },
   test: {
-    include: ["packages/*/test/**/*.test.ts", "examples/test/**/*.test.ts", "examples/custom-policy/test/**/*.test.ts"],
+    include: ["packages/*/test/**/*.test.ts", "examples/test/**/*.test.ts", "examples/custom-policy/test/**/*.test.ts", "examples/virtual-clock-tests/test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000
   }
