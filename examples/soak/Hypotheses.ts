@@ -10,8 +10,12 @@
  * 4. Retention deletes unread records: not applicable to the synthetic source
  *    (nothing is deleted); for Kafka the gaps the source reported, counted.
  *
- * Warm-up: the first 10 s of the offered period, or its first quarter when it
- * is shorter than 40 s. A series "grows" when its fit over the rows after
+ * Warm-up: the first 10 s of the offered period (its first quarter when it
+ * is shorter than 40 s), and at least until the first commit: before a batch
+ * has made the whole trip the pipeline only fills (at low rates with the
+ * default batch target that takes tens of seconds), so a fit over it would
+ * read the filling as growth. Never more than three quarters of the offered
+ * period. A series "grows" when its fit over the rows after
  * warm-up explains it (r² ≥ 0.6) and rises by a material amount over them
  * (see `Fit.grows`); a sawtooth or noise does not.
  */
@@ -63,7 +67,8 @@ export interface Sustained {
 
 /** The rows of the offered period after warm-up. */
 export const steadyRows = (samples: ReadonlyArray<Sample>, offerSeconds: number) => {
-  const warmupSeconds = offerSeconds >= 40 ? 10 : offerSeconds / 4
+  const firstCommit = samples.find((s) => s.committed > 0)?.t ?? 0
+  const warmupSeconds = Math.min(0.75 * offerSeconds, Math.max(offerSeconds >= 40 ? 10 : offerSeconds / 4, firstCommit))
   return { warmupSeconds, rows: samples.filter((s) => s.phase === "running" && s.t >= warmupSeconds) }
 }
 
@@ -118,7 +123,7 @@ export interface RssFlat {
 
 /** See {@link RssFlat}. */
 export const rssFlat = (samples: ReadonlyArray<Sample>, f: Fits): RssFlat => {
-  const { rows } = steadyRows(samples, samples.filter((s) => s.phase === "running").at(-1)?.t ?? 0)
+  const rows = samples.filter((s) => s.phase === "running" && s.t >= f.warmupSeconds)
   const rssMean = mean(rows.map((r) => r.rssBytes))
   const growth = f.rss.slope * f.steadySeconds
   return {

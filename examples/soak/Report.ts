@@ -303,7 +303,7 @@ Counts of records are the audit's: the source and the sink are wrapped, and ever
 |---|---|---|---|
 ${judgements.map((j) => `| ${j.id} | ${j.hypothesis} | **${j.verdict}** | ${j.evidence} |`).join("\n")}
 
-## After warm-up (${fits.warmupSeconds.toFixed(0)} s), per second
+## After warm-up (${fits.warmupSeconds.toFixed(0)} s: at least 10 s, and until the first commit), per second
 
 | | mean | max |
 |---|---:|---:|
