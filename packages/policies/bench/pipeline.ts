@@ -33,6 +33,7 @@
  * by CPU time, which other load on the machine disturbs less).
  */
 import { Buffer } from "node:buffer"
+import * as V8 from "node:v8"
 import { crc32 } from "node:zlib"
 import { Batch, Config, Failure, ObjectKey, Pipeline, Record } from "@sluice/core"
 import type { Knob, Sink, Source } from "@sluice/core"
@@ -124,6 +125,8 @@ interface Observed {
   maxInflight: number
   maxConcurrencyLimit: number
   peakRss: number
+  /** Peak `process.memoryUsage().arrayBuffers` (encoded bodies live there), sampled at every put. */
+  peakArrayBuffers: number
   encodeMillis: number
   checksumMillis: number
 }
@@ -133,6 +136,7 @@ const observed = (): Observed => ({
   maxInflight: 0,
   maxConcurrencyLimit: 0,
   peakRss: 0,
+  peakArrayBuffers: 0,
   encodeMillis: 0,
   checksumMillis: 0
 })
@@ -160,6 +164,7 @@ const put = (store: Store, seen: Observed, batch: Batch.SealedBatch): Sink.PutRe
   seen.peakRss = Math.max(seen.peakRss, process.memoryUsage.rss())
   const t0 = performance.now()
   const body = Batch.encodeBody(batch)
+  seen.peakArrayBuffers = Math.max(seen.peakArrayBuffers, process.memoryUsage().arrayBuffers)
   const t1 = performance.now()
   const checksum = crc32Base64(body)
   seen.encodeMillis += t1 - t0
@@ -334,6 +339,16 @@ const gc = (globalThis as { gc?: () => void }).gc
 /** One measured run of one side. */
 interface Round extends Observed {
   readonly wallMillis: number
+  /**
+   * JS-heap bytes allocated during the run, from V8's GC profiler: what every
+   * GC freed plus the growth from start to end (an estimate: nothing counted
+   * twice). Encoded bodies are ArrayBuffers outside the JS heap: see
+   * `peakArrayBuffers` (sampled at every put).
+   */
+  readonly allocatedHeapBytes: number
+  /** GCs during the run and their total pause (main thread). */
+  readonly gcCount: number
+  readonly gcPauseMillis: number
   /** Process CPU (user + system, V8's GC threads included): less sensitive than wall time to other load. */
   readonly cpuMillis: number
   /** CPU of the main thread alone (the pipeline's and the loop's own work, GC pauses, encode, checksum). */
@@ -345,13 +360,32 @@ const measure = async (run: (seen: Observed) => Promise<number>): Promise<Round>
   const seen = observed()
   const cpu0 = process.cpuUsage()
   const thread0 = process.threadCpuUsage()
+  const heap0 = V8.getHeapStatistics()
+  const profiler = new V8.GCProfiler()
+  profiler.start()
   const t0 = performance.now()
   const n = await run(seen)
   const wallMillis = performance.now() - t0
   const cpu = process.cpuUsage(cpu0)
   const thread = process.threadCpuUsage(thread0)
+  const gcs = profiler.stop()?.statistics ?? []
+  const heap1 = V8.getHeapStatistics()
   if (n !== records) throw new Error(`expected ${records} records committed, got ${n}`)
-  return { ...seen, wallMillis, cpuMillis: (cpu.user + cpu.system) / 1000, mainThreadCpuMillis: (thread.user + thread.system) / 1000 }
+  let freedHeap = 0
+  let pauseMicros = 0
+  for (const gc of gcs) {
+    freedHeap += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize)
+    pauseMicros += gc.cost
+  }
+  return {
+    ...seen,
+    wallMillis,
+    cpuMillis: (cpu.user + cpu.system) / 1000,
+    mainThreadCpuMillis: (thread.user + thread.system) / 1000,
+    allocatedHeapBytes: freedHeap + Math.max(0, heap1.used_heap_size - heap0.used_heap_size),
+    gcCount: gcs.length,
+    gcPauseMillis: pauseMicros / 1000
+  }
 }
 const median = (xs: ReadonlyArray<number>): number => {
   const s = [...xs].sort((a, b) => a - b)
@@ -367,7 +401,9 @@ const describe = (label: string, rs: ReadonlyArray<Round>, extra: string) => {
     rs.map((r) => r.wallMillis.toFixed(0)).join(", ")
   }; CPU ${medianOf(rs, (r) => r.cpuMillis).toFixed(0)} ms, main thread ${medianOf(rs, (r) => r.mainThreadCpuMillis).toFixed(0)} ms; encode ${medianOf(rs, (r) => r.encodeMillis).toFixed(0)} + CRC32 ${
     medianOf(rs, (r) => r.checksumMillis).toFixed(0)
-  }; ${rs[0]?.objects ?? 0} objects, ≤ ${Math.max(...rs.map((r) => r.maxInflight))} in flight${extra}, RSS ≤ ${mib(Math.max(...rs.map((r) => r.peakRss)))})`
+  }; ${rs[0]?.objects ?? 0} objects, ≤ ${Math.max(...rs.map((r) => r.maxInflight))} in flight${extra}, RSS ≤ ${mib(Math.max(...rs.map((r) => r.peakRss)))}; ` +
+    `${mib(medianOf(rs, (r) => r.allocatedHeapBytes))} allocated on the JS heap, ArrayBuffers ≤ ${mib(Math.max(...rs.map((r) => r.peakArrayBuffers)))}, ` +
+    `${medianOf(rs, (r) => r.gcCount)} GCs pausing ${medianOf(rs, (r) => r.gcPauseMillis).toFixed(0)} ms)`
 }
 
 if (only !== undefined) {
@@ -420,7 +456,11 @@ if (json) {
     checksumMillis: Math.round(medianOf(rs, (r) => r.checksumMillis)),
     objects: rs[0]?.objects ?? 0,
     maxInflight: Math.max(...rs.map((r) => r.maxInflight)),
-    peakRssBytes: Math.max(...rs.map((r) => r.peakRss))
+    peakRssBytes: Math.max(...rs.map((r) => r.peakRss)),
+    allocatedHeapBytes: Math.round(medianOf(rs, (r) => r.allocatedHeapBytes)),
+    peakArrayBuffersBytes: Math.max(...rs.map((r) => r.peakArrayBuffers)),
+    gcCount: medianOf(rs, (r) => r.gcCount),
+    gcPauseMillis: Math.round(medianOf(rs, (r) => r.gcPauseMillis))
   })
   console.log(JSON.stringify({
     sluiceRecordsPerSecond,
