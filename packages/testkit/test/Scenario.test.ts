@@ -64,11 +64,25 @@ describe("Scenario", () => {
       const s = yield* Scenario.decode({
         ...example,
         duration: "90s",
+        events: [], // the example's event at 120 s would fall after a 90 s end
         expect: { probeSeconds: { max: 5 }, maxLagSeconds: { max: 15 }, worstPhaseGoodput: { min: 0.8 }, heldBytesMax: { max: 1e9 } }
       })
       expect(s.duration).toBe(90_000)
       expect(Object.keys(s.expect).sort()).toEqual(["heldBytesMax", "maxLagSeconds", "probeSeconds", "worstPhaseGoodput"])
       const error = yield* Effect.flip(Scenario.decode({ ...example, expect: { goodput: { min: 1 } } }))
       expect(error.message).toContain("goodput")
+    }))
+
+  it.effect("names the field path and the value of each problem; events must fall before the end", () =>
+    Effect.gen(function*() {
+      const late = yield* Effect.flip(Scenario.decode({ ...example, events: [...example.events, { at: "300 seconds" }] }))
+      expect(late.message).toBe("scenario: events[2].at: Expected an event before the scenario's end (duration 300 s), got 300 s")
+      const two = yield* Effect.flip(Scenario.decode({ ...example, seed: 1.5, expect: { goodputRatio: { max: Infinity } } }))
+      expect(two.message).toBe(
+        "scenario: 2 problems:\n  seed: Expected an integer, got 1.5\n" +
+          "  expect.goodputRatio.max: Expected a finite number, got Infinity (a JSON number too large for a double, like 1e999, reads as Infinity)"
+      )
+      const pointed = yield* Scenario.decode({ $schema: "../scenario.schema.json", ...example })
+      expect(pointed.$schema).toBe("../scenario.schema.json")
     }))
 })
