@@ -3,20 +3,24 @@
  * policy compositions.
  *
  * ```
- * sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace out.csv] [--plot out.svg]
- * sluice-sim matrix <dir> --policy <a> [--policy <b> …] [--json]
+ * sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace out.csv] [--plot out.svg] [--max-duration <d>]
+ * sluice-sim matrix <dir> --policy <a> [--policy <b> …] [--json] [--max-duration <d>]
+ * sluice-sim schema
  * sluice-sim --help | --version
  * ```
  *
- * Exit codes: 0 all `expect` bounds hold (and for `--help`, `--version`), 1 some
- * bound failed, 2 bad usage, scenario or policy.
+ * Exit codes: 0 all `expect` bounds hold (and for `--help`, `--version`,
+ * `schema`), 1 some bound failed, 2 bad usage, scenario or policy. Every bad
+ * input is a tagged error whose message names the file, flag or value; `main`
+ * prints it to stderr, without a stack trace.
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Effect, Exit, Schema } from "effect"
+import { Config } from "@sluice/core"
 import { readFileSync } from "node:fs"
 import { mkdir, readdir, writeFile } from "node:fs/promises"
-import { dirname, join } from "node:path"
+import { dirname, isAbsolute, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Plot from "./Plot.ts"
 import * as PolicySpec from "./PolicySpec.ts"
@@ -32,8 +36,9 @@ import * as Trace from "./Trace.ts"
  * @since 0.2.0
  */
 export const usage = `usage:
-  sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace out.csv] [--plot out.svg]
-  sluice-sim matrix <dir> --policy <a> [--policy <b> ...] [--json]
+  sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace out.csv] [--plot out.svg] [--max-duration <d>]
+  sluice-sim matrix <dir> --policy <a> [--policy <b> ...] [--json] [--max-duration <d>]
+  sluice-sim schema        print the JSON Schema of scenario files
   sluice-sim --help | --version
 
   <spec>: fixed:N | base | a composition of @sluice/policies (e.g. aimd+throttle+shared+batch),
@@ -43,8 +48,20 @@ export const usage = `usage:
   --json          also print the summary as JSON on the last line (matrix: an array)
   --trace <csv>   write the trace (one row per 100 virtual ms) as CSV
   --plot <svg>    write the trace as an SVG plot
+  --max-duration <d>  refuse scenarios longer than d of virtual time (default 24h), e.g. 48h, "7 days"
 
 exit codes: 0 every expect bound holds, 1 a bound failed, 2 bad usage, scenario or policy`
+
+/**
+ * The longest virtual duration a scenario may ask for unless `--max-duration`
+ * raises it: 24 hours. The shipped scenarios last at most 300 s, and knee-24
+ * (1 M records/s) simulates ~230× faster than real time, so a day of virtual
+ * time at that load is minutes of wall time and a trace of 864 000 rows; a slip
+ * like `"300 hours"` for `"300 seconds"` is refused instead of running for hours.
+ *
+ * @since 0.2.0
+ */
+export const defaultMaxDuration = 24 * 3_600_000
 
 /**
  * What the arguments ask for: a command to run, the help or version text, or
@@ -61,12 +78,37 @@ export type Parsed =
     readonly json: boolean
     readonly trace: string | undefined
     readonly plot: string | undefined
+    /** The `--max-duration` cap in virtual milliseconds ({@link defaultMaxDuration} when absent). */
+    readonly maxDuration: number
   }
   | { readonly _tag: "Help" }
   | { readonly _tag: "Version" }
   | { readonly _tag: "Invalid"; readonly message: string }
 
 type Args = Extract<Parsed, { readonly _tag: "Command" }>
+
+const commands = ["run", "matrix", "schema"] as const
+const valueOptions = ["--policy", "--trace", "--plot", "--max-duration"] as const
+const options = [...valueOptions, "--json", "--help", "--version"] as const
+
+/** Edit distance, to suggest the option or command a typo meant. */
+const distance = (a: string, b: string): number => {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    row = next
+  }
+  return row[b.length] ?? 0
+}
+
+/** ` (did you mean --policy?)` when one known word is within two edits. */
+const suggestion = (word: string, known: ReadonlyArray<string>): string => {
+  const near = known.filter((k) => distance(word, k) <= 2)
+  return near.length === 1 ? ` (did you mean ${near[0]}?)` : ""
+}
 
 /**
  * Parses the arguments (after `node cli.js`).
@@ -75,8 +117,10 @@ type Args = Extract<Parsed, { readonly _tag: "Command" }>
  * `main` calls it.
  *
  * **Details**: `--help`/`-h` and `--version`/`-V` win over everything else on
- * the line; an unknown option or a missing option value is `Invalid`, whose
- * message names it.
+ * the line. Options take their value as the next argument or after `=`
+ * (`--policy=fixed:8`). An unknown option (with a suggestion when one is near),
+ * a missing option value, a `--max-duration` that is not a positive duration
+ * and an argument beyond the command's are `Invalid`, whose message names them.
  *
  * **Example**
  *
@@ -97,21 +141,120 @@ export const parseArgs = (argv: ReadonlyArray<string>): Parsed => {
   let json = false
   let trace: string | undefined
   let plot: string | undefined
+  let maxDuration = defaultMaxDuration
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string
-    const value = (): string | undefined => argv[++i]
-    if (a === "--policy" || a === "--trace" || a === "--plot") {
-      const v = value()
-      if (v === undefined) return { _tag: "Invalid", message: `${a} needs a value` }
-      if (a === "--policy") policies.push(v)
-      else if (a === "--trace") trace = v
-      else plot = v
-    } else if (a.startsWith("--policy=")) policies.push(a.slice(9))
-    else if (a === "--json") json = true
-    else if (a.startsWith("-") && a !== "-") return { _tag: "Invalid", message: `unknown option ${a}` }
+    const eq = a.indexOf("=")
+    const name = a.startsWith("--") && eq > 0 ? a.slice(0, eq) : a
+    if ((valueOptions as ReadonlyArray<string>).includes(name)) {
+      const v = name === a ? argv[++i] : a.slice(eq + 1)
+      if (v === undefined) return { _tag: "Invalid", message: `${name} needs a value` }
+      if (name === "--policy") policies.push(v)
+      else if (name === "--trace") trace = v
+      else if (name === "--plot") plot = v
+      else {
+        const millis = Config.parseMillis(v)
+        if (millis === undefined || millis <= 0) {
+          return { _tag: "Invalid", message: `--max-duration needs a positive duration like 48h or "7 days", got ${JSON.stringify(v)}` }
+        }
+        maxDuration = millis
+      }
+    } else if (a === "--json") json = true
+    else if (a.startsWith("-") && a !== "-") return { _tag: "Invalid", message: `unknown option ${a}${suggestion(name, options)}` }
     else positional.push(a)
   }
-  return { _tag: "Command", command: positional[0], target: positional[1], policies, json, trace, plot }
+  const arity = positional[0] === "schema" ? 1 : 2
+  const extra = positional[arity]
+  if (extra !== undefined && (commands as ReadonlyArray<string | undefined>).includes(positional[0])) {
+    return {
+      _tag: "Invalid",
+      message: `unexpected argument ${extra}: ${positional[0]} takes ${
+        positional[0] === "schema" ? "none" : positional[0] === "run" ? "one scenario file" : "one directory"
+      }`
+    }
+  }
+  return { _tag: "Command", command: positional[0], target: positional[1], policies, json, trace, plot, maxDuration }
+}
+
+/**
+ * The command line is wrong: an unknown command or option, a missing value or
+ * argument. The CLI prints the message and the usage to stderr and exits 2.
+ *
+ * @since 0.2.0
+ */
+export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
+  message: Schema.String
+}) {}
+
+/**
+ * A scenario asks for more virtual time than the cap (`--max-duration`,
+ * {@link defaultMaxDuration} by default). The message names the file, its
+ * duration, the cap and the flag that raises it.
+ *
+ * @since 0.2.0
+ */
+export class ScenarioTooLong extends Schema.TaggedError<ScenarioTooLong>()("ScenarioTooLong", {
+  path: Schema.String,
+  duration: Schema.Number,
+  maxDuration: Schema.Number,
+  message: Schema.String
+}) {}
+
+/**
+ * `matrix` was given a directory that does not exist, is not a directory or
+ * holds no `*.json` file.
+ *
+ * @since 0.2.0
+ */
+export class ScenarioDirectoryError extends Schema.TaggedError<ScenarioDirectoryError>()("ScenarioDirectoryError", {
+  path: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
+ * The trace or the plot could not be written.
+ *
+ * @since 0.2.0
+ */
+export class OutputError extends Schema.TaggedError<OutputError>()("OutputError", {
+  path: Schema.String,
+  message: Schema.String
+}) {}
+
+/** A duration in the words of the cap message: `300 s`, `720 h`. */
+const durationText = (millis: number): string =>
+  millis < 3_600_000 ? `${Math.round(millis) / 1_000} s` : `${Math.round(millis / 3_600) / 1_000} h`
+
+/** The smallest `--max-duration` (whole seconds or hours) that admits `millis`. */
+const capFor = (millis: number): string =>
+  millis < 3_600_000 ? `${Math.ceil(millis / 1_000)}s` : `${Math.ceil(millis / 3_600_000)}h`
+
+const checkDuration = (path: string, scenario: Scenario.Scenario, maxDuration: number): Effect.Effect<void, ScenarioTooLong> =>
+  scenario.duration <= maxDuration ? Effect.void : Effect.fail(
+    new ScenarioTooLong({
+      path,
+      duration: scenario.duration,
+      maxDuration,
+      message: `scenario ${path}: duration ${durationText(scenario.duration)} of virtual time is above the cap of ${
+        durationText(maxDuration)
+      }; raise the cap with --max-duration (e.g. --max-duration ${capFor(scenario.duration)})`
+    })
+  )
+
+/** Where a relative path was looked for, for messages: `nope.json (in /work)`. */
+const located = (path: string): string => (isAbsolute(path) ? path : `${path} (in ${process.cwd()})`)
+
+const errorCode = (cause: unknown): unknown => (typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined)
+
+const reasonOf = (cause: unknown): string => {
+  const code = errorCode(cause)
+  return code === "EACCES"
+    ? "permission denied"
+    : code === "EEXIST" || code === "ENOTDIR"
+    ? "a parent of it is a file, not a directory"
+    : cause instanceof Error
+    ? cause.message
+    : String(cause)
 }
 
 /**
@@ -145,12 +288,19 @@ interface Cell {
   readonly trace: Trace.Trace
 }
 
-const runOne = (scenario: Scenario.Scenario, spec: string) =>
+const runOne = (scenario: Scenario.Scenario, policy: PolicySpec.ResolvedPolicy) =>
   Effect.gen(function*() {
-    const policy = yield* PolicySpec.resolve(spec)
     const result = yield* Runner.run(scenario, { policy: policy.label, policies: policy.policies, floors: policy.floors })
     return { summary: result.summary, failures: Summaries.check(result.summary, scenario.expect), trace: result.trace } satisfies Cell
   })
+
+/** Every `--policy`, resolved before anything runs, so a bad spec fails at once. */
+const resolvePolicies = (specs: ReadonlyArray<string>) =>
+  Effect.forEach(specs, (spec) => Effect.map(PolicySpec.resolve(spec), (policy) => ({ spec, policy })))
+
+/** Loads a scenario and holds it to the duration cap. */
+const loadScenario = (path: string, maxDuration: number) =>
+  Effect.tap(Scenario.load(path), (scenario) => checkDuration(path, scenario, maxDuration))
 
 const fmt = (x: number | null, digits = 3): string => (x === null ? "-" : String(Math.round(x * 10 ** digits) / 10 ** digits))
 
@@ -247,10 +397,20 @@ const matrixRow = (cell: Cell): Array<string> => {
   ]
 }
 
-const writeOut = (path: string, text: string) =>
-  Effect.promise(async () => {
-    await mkdir(dirname(path), { recursive: true })
-    await writeFile(path, text)
+const writeOut = (flag: string, path: string, text: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      await mkdir(dirname(path), { recursive: true })
+      await writeFile(path, text)
+    },
+    catch: (cause) => new OutputError({ path, message: `cannot write ${flag} ${path}: ${reasonOf(cause)}` })
+  })
+
+/** Creates the directories of `--trace` and `--plot` before the run, so a bad path fails at once. */
+const prepareOut = (flag: string, path: string | undefined) =>
+  path === undefined ? Effect.void : Effect.tryPromise({
+    try: () => mkdir(dirname(path), { recursive: true }),
+    catch: (cause) => new OutputError({ path, message: `cannot write ${flag} ${path}: ${reasonOf(cause)}` })
   })
 
 /** A progress line on stderr: what runs now, and how the last cell ended. */
@@ -262,35 +422,61 @@ const cellDone = (cell: Cell) =>
 
 const runCommand = (args: Args, print: (line: string) => void, progress: (line: string) => void) =>
   Effect.gen(function*() {
-    if (args.target === undefined) return yield* Effect.fail(`sluice-sim: run needs a scenario file\n${usage}`)
-    const scenario = yield* Scenario.load(args.target)
-    if (args.policies.length > 1) return yield* Effect.fail("sluice-sim: run takes one --policy (use matrix for several)")
+    if (args.target === undefined) return yield* new UsageError({ message: "run needs a scenario file" })
+    if (args.policies.length > 1) return yield* new UsageError({ message: "run takes one --policy (use matrix for several)" })
+    const scenario = yield* loadScenario(args.target, args.maxDuration)
     const spec = args.policies[0] ?? "base"
+    const policy = yield* PolicySpec.resolve(spec)
+    yield* prepareOut("--trace", args.trace)
+    yield* prepareOut("--plot", args.plot)
     progress(progressLine("running", scenario, spec))
-    const cell = yield* runOne(scenario, spec)
-    if (args.trace !== undefined) yield* writeOut(args.trace, Trace.toCsv(cell.trace))
+    const cell = yield* runOne(scenario, policy)
+    if (args.trace !== undefined) yield* writeOut("--trace", args.trace, Trace.toCsv(cell.trace))
     if (args.plot !== undefined) {
       const svg = yield* Plot.toSvg(cell.trace, `${cell.summary.scenario} · ${cell.summary.policy}`)
-      yield* writeOut(args.plot, svg)
+      yield* writeOut("--plot", args.plot, svg)
     }
     for (const line of summaryLines(cell)) print(line)
     if (args.json) print(JSON.stringify(jsonOf(cell)))
     return cell.failures.length === 0 && cell.summary.failure === null ? 0 : 1
   })
 
+/** The `*.json` files of a matrix directory, sorted. */
+const scenarioFiles = (dir: string) =>
+  Effect.gen(function*() {
+    const entries = yield* Effect.tryPromise({
+      try: () => readdir(dir),
+      catch: (cause) => {
+        const code = errorCode(cause)
+        return new ScenarioDirectoryError({
+          path: dir,
+          message: code === "ENOENT"
+            ? `scenario directory not found: ${located(dir)}`
+            : code === "ENOTDIR"
+            ? `${dir} is not a directory (matrix takes a directory of scenario files; run takes one file)`
+            : `cannot read scenario directory ${dir}: ${reasonOf(cause)}`
+        })
+      }
+    })
+    const files = entries.filter((f) => f.endsWith(".json")).sort()
+    if (files.length === 0) return yield* new ScenarioDirectoryError({ path: dir, message: `no scenario files (*.json) in ${dir}` })
+    return files
+  })
+
 const matrixCommand = (args: Args, print: (line: string) => void, progress: (line: string) => void) =>
   Effect.gen(function*() {
     const dir = args.target
-    if (dir === undefined) return yield* Effect.fail(`sluice-sim: matrix needs a directory of scenario files\n${usage}`)
-    const files = (yield* Effect.promise(() => readdir(dir))).filter((f) => f.endsWith(".json")).sort()
-    const specs = args.policies.length > 0 ? args.policies : ["base"]
+    if (dir === undefined) return yield* new UsageError({ message: "matrix needs a directory of scenario files" })
+    const files = yield* scenarioFiles(dir)
+    // Every scenario and policy is checked before the first cell runs.
+    const scenarios = yield* Effect.forEach(files, (file) => loadScenario(join(dir, file), args.maxDuration))
+    const policies = yield* resolvePolicies(args.policies.length > 0 ? args.policies : ["base"])
     const cells: Array<Cell> = []
-    const total = files.length * specs.length
-    for (const file of files) {
-      const scenario = yield* Scenario.load(join(dir, file))
-      for (const spec of specs) {
+    const total = scenarios.length * policies.length
+    for (const scenario of scenarios) {
+      for (const { policy, spec } of policies) {
         progress(progressLine(`[${cells.length + 1}/${total}]`, scenario, spec))
-        const cell = yield* runOne(scenario, spec)
+        const cell = yield* runOne(scenario, policy)
         progress(cellDone(cell))
         cells.push(cell)
       }
@@ -300,17 +486,39 @@ const matrixCommand = (args: Args, print: (line: string) => void, progress: (lin
     return cells.every((c) => c.failures.length === 0 && c.summary.failure === null) ? 0 : 1
   })
 
+/** The message `main` prints for a failure: the flag or file first, never a stack. */
+const describeFailure = (error: unknown): string => {
+  if (error instanceof UsageError) return `sluice-sim: ${error.message}\n${usage}`
+  if (error instanceof PolicySpec.PolicySpecError) {
+    const spec = /^\S*[^\s:]$/.test(error.spec) ? error.spec : JSON.stringify(error.spec)
+    return `sluice-sim: --policy ${spec}: ${error.message}`
+  }
+  if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string") {
+    return `sluice-sim: ${error.message}`
+  }
+  return `sluice-sim: ${String(error)}`
+}
+
 /**
  * Runs the CLI; resolves to the exit code.
  *
  * **When to use**: from the `sluice-sim` executable, or from a script or test
  * that wants the CLI's output without spawning a process.
  *
- * **Details**: results (the summary, the matrix table, `--help`, `--version`)
- * go to `print`; progress (the run, each matrix cell as it starts and ends),
- * bad usage and errors go to `printError`. Resolves to 0 when
- * every `expect` bound holds (and for `--help` and `--version`), 1 when a bound
- * failed or the pipeline failed, 2 on bad usage, scenario or policy.
+ * **Details**: results (the summary, the matrix table, `--help`, `--version`,
+ * `schema`) go to `print`; progress (the run, each matrix cell as it starts and
+ * ends), bad usage and errors go to `printError`. Resolves to 0 when every
+ * `expect` bound holds (and for `--help`, `--version` and `schema`), 1 when a
+ * bound failed or the pipeline failed, 2 on bad usage, scenario or policy.
+ *
+ * Scenarios and policies are all checked before anything runs. Each bad input
+ * prints one message naming it, without a stack trace: a {@link UsageError}
+ * (followed by the usage), `Scenario.ScenarioNotFound`,
+ * `Scenario.ScenarioSyntaxError` (`file:line:column`), a `ConfigError` naming
+ * the file, the field path and the value, {@link ScenarioTooLong} (naming
+ * `--max-duration`), `PolicySpec.PolicySpecError` (`--policy fixed:-3: N must be
+ * a whole number ≥ 1, got -3`), {@link ScenarioDirectoryError} and
+ * {@link OutputError}.
  *
  * **Example**
  *
@@ -336,23 +544,25 @@ export const main = async (
       print(version())
       return 0
     case "Invalid":
-      printError(`sluice-sim: ${args.message}\n${usage}`)
+      printError(describeFailure(new UsageError({ message: args.message })))
       return 2
   }
   const program = args.command === "run"
     ? runCommand(args, print, printError)
     : args.command === "matrix"
     ? matrixCommand(args, print, printError)
-    : Effect.fail(args.command === undefined ? usage : `sluice-sim: unknown command ${args.command}\n${usage}`)
+    : args.command === "schema"
+    ? Effect.sync(() => {
+      print(JSON.stringify(Scenario.jsonSchema(), null, 2))
+      return 0
+    })
+    : Effect.fail(
+      new UsageError({
+        message: args.command === undefined ? "a command is needed" : `unknown command ${args.command}${suggestion(args.command, commands)}`
+      })
+    )
   const exit = await Effect.runPromiseExit(program)
   if (Exit.isSuccess(exit)) return exit.value
-  const error = Cause.squash(exit.cause)
-  printError(
-    typeof error === "string"
-      ? error
-      : typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
-      ? `sluice-sim: ${error.message}`
-      : `sluice-sim: ${Cause.pretty(exit.cause)}`
-  )
+  printError(describeFailure(Cause.squash(exit.cause)))
   return 2
 }

@@ -2,7 +2,9 @@
  * Policy specs: the `--policy` text of the CLI (`fixed:8`, `aimd+throttle+shared+batch`,
  * `./my-policy.js+throttle+shared`) turned into a policies layer.
  *
- * `fixed:N` (and `base`, the pipeline's configured knobs) are built in; every
+ * `fixed:N` (and `base`, the pipeline's configured knobs) are built in; N must
+ * be a whole number ≥ 1 (`fixed:-3` fails with `N must be a whole number ≥ 1,
+ * got -3`, also as a member of a `+` spec). Every
  * other spec is handed to `Composition.parse(spec)` of `@sluice/policies`, loaded
  * at run time so that the testkit does not depend on it. `parse` may return a
  * layer, or `{ layer, floors }` to let the runner check declared floors.
@@ -73,6 +75,8 @@ const isRecord = (u: unknown): u is { readonly [k: string]: unknown } => typeof 
 export const resolve = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecError> => {
   const trimmed = spec.trim()
   const members = trimmed.split("+").map((m) => m.trim())
+  const badFixed = members.map((m) => checkFixed(spec, m, members.length > 1)).find((e) => e !== undefined)
+  if (badFixed !== undefined) return Effect.fail(badFixed)
   if (!members.some(isModuleSpecifier)) {
     return Effect.catchTag(builtIn(spec, trimmed), "PolicySpecError", (error) =>
       // A single unknown name may be a package: try it before reporting.
@@ -94,6 +98,19 @@ export const resolve = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecE
       floors
     }
   })
+}
+
+/**
+ * `fixed:N` must carry a whole N ≥ 1: `fixed:-3`, `fixed:2.5` and `fixed:abc`
+ * are refused here, naming the value, rather than reported as unknown policies.
+ */
+const checkFixed = (spec: string, member: string, inComposition: boolean): PolicySpecError | undefined => {
+  const m = /^fixed:(.*)$/is.exec(member)
+  if (m === null) return undefined
+  const n = m[1] ?? ""
+  if (/^\d+$/.test(n) && Number.isSafeInteger(Number(n)) && Number(n) >= 1) return undefined
+  const got = /^\S+$/.test(n) ? n : JSON.stringify(n)
+  return new PolicySpecError({ spec, message: `${inComposition ? `${member}: ` : ""}N must be a whole number ≥ 1, got ${got}` })
 }
 
 /** A member to import: a path (relative to the current directory) or a file URL. */
@@ -159,8 +176,7 @@ const builtIn = (spec: string, trimmed: string): Effect.Effect<ResolvedPolicy, P
   if (trimmed === "base") return Effect.succeed({ label: "base", policies: undefined, floors: undefined })
   const fixed = /^fixed:(\d+)$/.exec(trimmed)
   if (fixed !== null) {
-    const concurrency = Number(fixed[1])
-    if (concurrency < 1) return Effect.fail(new PolicySpecError({ spec, message: "fixed:N needs N >= 1" }))
+    const concurrency = Number(fixed[1]) // checked by checkFixed: a whole number >= 1
     return Effect.succeed({ label: trimmed, policies: Fixed.layer({ concurrency }), floors: { concurrency } })
   }
   return Effect.gen(function*() {

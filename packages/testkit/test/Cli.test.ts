@@ -19,6 +19,14 @@ const scenario = (expect: object) => ({
 writeFileSync(join(dir, "ok.json"), JSON.stringify(scenario({ committedNotVerified: { max: 0 } })))
 writeFileSync(join(dir, "strict.json"), JSON.stringify(scenario({ throttleRate: { min: 0.5 } })))
 
+// Bad inputs live in their own directory, so the matrix test above sees only the two good files.
+const bad = mkdtempSync(join(tmpdir(), "sluice-sim-bad-"))
+const badFile = (name: string, text: string) => {
+  writeFileSync(join(bad, name), text)
+  return join(bad, name)
+}
+const pretty = (value: object) => JSON.stringify(value, null, 2)
+
 const capture = async (argv: ReadonlyArray<string>) => {
   const out: Array<string> = []
   const err: Array<string> = []
@@ -150,5 +158,155 @@ describe("sluice-sim", () => {
     ])
     expect(matrix.err.filter((l) => l.startsWith("  goodput "))).toHaveLength(4)
     expect(matrix.out.join("\n")).toContain("./packages/testkit/test/fixtures/CappedPolicy.mjs")
+  })
+
+  describe("bad input: one message naming the file, flag or value; exit 2; no stack trace", () => {
+    const ok = join(dir, "ok.json")
+    /** Runs the CLI and returns its first stderr line, after checking exit 2, nothing on stdout and no stack. */
+    const refused = async (argv: ReadonlyArray<string>) => {
+      const { code, out, err } = await capture(argv)
+      const text = err.join("\n")
+      expect(code).toBe(2)
+      expect(out).toEqual([])
+      expect(text).not.toMatch(/^\s+at /m) // no stack frames
+      return { first: text.split("\n")[0], text, err }
+    }
+
+    it("a scenario that is not JSON: the file, line:column and what was expected", async () => {
+      const syntax = badFile("syntax.json", '{ "name": "x",\n  "seed": 1,, }\n')
+      expect((await refused(["run", syntax])).first).toBe(
+        `sluice-sim: ${syntax}:2:13: scenario is not valid JSON: expected a property name in double quotes, got ","`
+      )
+      // V8 gives no position for this one ("Unexpected token ']'"): the CLI finds it.
+      const comma = badFile("trailing-comma.json", '{\n  "name": "x",\n  "events": [1, 2,]\n}\n')
+      expect((await refused(["run", comma])).first).toBe(
+        `sluice-sim: ${comma}:3:19: scenario is not valid JSON: expected a value, got "]"`
+      )
+      const empty = badFile("empty.json", "")
+      expect((await refused(["run", empty])).first).toBe(
+        `sluice-sim: ${empty}:1:1: scenario is not valid JSON: expected a value, got the end of the file`
+      )
+    })
+
+    it("a missing scenario file: its path (and, when relative, where it was looked for)", async () => {
+      const missing = join(bad, "nope.json")
+      expect((await refused(["run", missing])).first).toBe(`sluice-sim: scenario file not found: ${missing}`)
+      expect((await refused(["run", "nope-xyz.json"])).first).toBe(
+        `sluice-sim: scenario file not found: nope-xyz.json (looked in ${process.cwd()})`
+      )
+      expect((await refused(["run", bad])).first).toBe(`sluice-sim: cannot read scenario file ${bad}: it is a directory, not a file`)
+    })
+
+    it("non-finite and negative numbers: the file, the field path and the value", async () => {
+      const huge = badFile("huge.json", pretty(scenario({})).replace('"recordsPerSecond": 100000', '"recordsPerSecond": 1e999'))
+      expect((await refused(["run", huge])).first).toBe(
+        `sluice-sim: scenario ${huge}: source.recordsPerSecond: Expected a finite number, got Infinity` +
+          " (a JSON number too large for a double, like 1e999, reads as Infinity)"
+      )
+      const negative = badFile("negative.json", pretty({ ...scenario({}), store: { ...scenario({}).store, jitter: -0.5 } }))
+      expect((await refused(["run", negative])).first).toBe(
+        `sluice-sim: scenario ${negative}: store.jitter: Expected a value greater than or equal to 0, got -0.5`
+      )
+      const bound = badFile("bound.json", pretty(scenario({ goodputRatio: { min: 1 } })).replace('"min": 1', '"min": -1e999'))
+      expect((await refused(["run", bound])).first).toBe(
+        `sluice-sim: scenario ${bound}: expect.goodputRatio.min: Expected a finite number, got -Infinity` +
+          " (a JSON number too large for a double, like 1e999, reads as Infinity)"
+      )
+      // Every problem at once, one per line.
+      const two = badFile("two.json", pretty({ ...scenario({}), seed: 2.5, store: { ...scenario({}).store, knee: 0 } }))
+      expect((await refused(["run", two])).err).toEqual([
+        `sluice-sim: scenario ${two}: 2 problems:\n  seed: Expected an integer, got 2.5\n  store.knee: Expected a value greater than or equal to 1, got 0`
+      ])
+    })
+
+    it("an event at or after the scenario's end: the file, the event index and both times", async () => {
+      const late = badFile("late.json", pretty({ ...scenario({}), events: [{ at: "5 seconds" }, { at: "12 seconds", store: { knee: 4 } }] }))
+      expect((await refused(["run", late])).first).toBe(
+        `sluice-sim: scenario ${late}: events[1].at: Expected an event before the scenario's end (duration 10 s), got 12 s`
+      )
+    })
+
+    it("a virtual duration above the cap (24 h, or --max-duration): the file, both durations and the flag", async () => {
+      const long = badFile("long.json", pretty({ ...scenario({}), duration: "30 days" }))
+      expect((await refused(["run", long])).first).toBe(
+        `sluice-sim: scenario ${long}: duration 720 h of virtual time is above the cap of 24 h;` +
+          " raise the cap with --max-duration (e.g. --max-duration 720h)"
+      )
+      expect((await refused(["run", ok, "--max-duration", "5s"])).first).toBe(
+        `sluice-sim: scenario ${ok}: duration 10 s of virtual time is above the cap of 5 s;` +
+          " raise the cap with --max-duration (e.g. --max-duration 10s)"
+      )
+      expect((await refused(["matrix", dir, "--max-duration=2 hours", "--max-duration", "9s"])).first).toContain("above the cap of 9 s")
+      expect(Cli.defaultMaxDuration).toBe(24 * 3_600_000)
+      expect(Cli.parseArgs(["run", long, "--max-duration", "800h"])).toMatchObject({ _tag: "Command", maxDuration: 800 * 3_600_000 })
+      expect(Cli.parseArgs(["run", long, "--max-duration=30 days"])).toMatchObject({ _tag: "Command", maxDuration: 30 * 86_400_000 })
+      for (const value of ["abc", "0s", "10"]) {
+        expect((await refused(["run", ok, "--max-duration", value])).first).toBe(
+          `sluice-sim: --max-duration needs a positive duration like 48h or "7 days", got ${JSON.stringify(value)}`
+        )
+      }
+    })
+
+    it("fixed:N with N not a whole number >= 1: the value, before anything runs", async () => {
+      for (const [spec, message] of [
+        ["fixed:-3", "--policy fixed:-3: N must be a whole number ≥ 1, got -3"],
+        ["fixed:2.5", "--policy fixed:2.5: N must be a whole number ≥ 1, got 2.5"],
+        ["fixed:abc", "--policy fixed:abc: N must be a whole number ≥ 1, got abc"],
+        ["fixed:0", "--policy fixed:0: N must be a whole number ≥ 1, got 0"],
+        ["fixed:", `--policy "fixed:": N must be a whole number ≥ 1, got ""`],
+        ["aimd+fixed:-1", "--policy aimd+fixed:-1: fixed:-1: N must be a whole number ≥ 1, got -1"]
+      ] as const) {
+        // One line: the run never started (no progress line).
+        expect((await refused(["run", ok, "--policy", spec])).err).toEqual([`sluice-sim: ${message}`])
+      }
+      // matrix checks every policy before the first cell.
+      expect((await refused(["matrix", dir, "--policy", "fixed:4", "--policy", "fixed:-3"])).err).toEqual([
+        "sluice-sim: --policy fixed:-3: N must be a whole number ≥ 1, got -3"
+      ])
+    })
+
+    it("unknown commands and options: named, with a suggestion when one is near, and the usage", async () => {
+      for (const [argv, message] of [
+        [["frobnicate"], "unknown command frobnicate"],
+        [["runn", ok], "unknown command runn (did you mean run?)"],
+        [["run", ok, "--polciy", "fixed:4"], "unknown option --polciy (did you mean --policy?)"],
+        [["run", ok, "--max-durration=2h"], "unknown option --max-durration=2h (did you mean --max-duration?)"],
+        [["run", ok, "--frob"], "unknown option --frob"],
+        [["run", ok, "other.json"], "unexpected argument other.json: run takes one scenario file"],
+        [["schema", "x"], "unexpected argument x: schema takes none"],
+        [["run", ok, "--trace"], "--trace needs a value"],
+        [["run", ok, "--policy", "fixed:2", "--policy", "fixed:4"], "run takes one --policy (use matrix for several)"],
+        [["matrix"], "matrix needs a directory of scenario files"],
+        [[], "a command is needed"]
+      ] as const) {
+        const { first, text } = await refused(argv)
+        expect(first).toBe(`sluice-sim: ${message}`)
+        expect(text).toContain(Cli.usage)
+      }
+    })
+
+    it("matrix: a missing, non-directory or empty directory, and a bad file among good ones, before any cell runs", async () => {
+      const missing = join(bad, "no-such-dir")
+      expect((await refused(["matrix", missing])).first).toBe(`sluice-sim: scenario directory not found: ${missing}`)
+      expect((await refused(["matrix", ok])).first).toBe(
+        `sluice-sim: ${ok} is not a directory (matrix takes a directory of scenario files; run takes one file)`
+      )
+      const empty = mkdtempSync(join(tmpdir(), "sluice-sim-empty-"))
+      expect((await refused(["matrix", empty])).first).toBe(`sluice-sim: no scenario files (*.json) in ${empty}`)
+      const mixed = mkdtempSync(join(tmpdir(), "sluice-sim-mixed-"))
+      writeFileSync(join(mixed, "a-good.json"), JSON.stringify(scenario({})))
+      writeFileSync(join(mixed, "b-bad.json"), "{]")
+      expect((await refused(["matrix", mixed, "--policy", "fixed:4"])).err).toEqual([
+        `sluice-sim: ${join(mixed, "b-bad.json")}:1:2: scenario is not valid JSON: expected a property name in double quotes, got "]"`
+      ])
+    })
+
+    it("an unwritable --trace or --plot path: named, before the run", async () => {
+      const under = join(bad, "syntax.json", "trace.csv") // a path under a file
+      writeFileSync(join(bad, "syntax.json"), "{")
+      expect((await refused(["run", ok, "--policy", "fixed:4", "--trace", under])).err).toEqual([
+        `sluice-sim: cannot write --trace ${under}: a parent of it is a file, not a directory`
+      ])
+    })
   })
 })
