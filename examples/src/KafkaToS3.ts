@@ -40,14 +40,30 @@ export interface ArchiveOptions {
   }
   /** Run as a service (group mode, read forever) until `stop` completes, then drain. */
   readonly follow?: { readonly stop: Effect.Effect<void>; readonly drainDeadline?: Duration.Input } | undefined
+  /** Where the pipeline's metrics go (default: the global meter provider). */
+  readonly meterProvider?: Pipeline.PipelineOptions["meterProvider"] | undefined
+  /** The pipeline's name, `sluice.pipeline` on its metrics (default: the topic). */
+  readonly name?: string | undefined
+  /** The pipeline's config (default: {@link defaultConfig}). */
+  readonly config?: Pipeline.PipelineConfigInput | undefined
+  /** The config of the default policies (default: theirs). */
+  readonly policies?: Composition.DefaultsConfig | undefined
+}
+
+/** The archiver's pipeline config unless told otherwise: objects of ≤ 50 000 records or 8 MiB, sealed within 5 s. */
+export const defaultConfig: Pipeline.PipelineConfigInput = {
+  batch: { records: 50_000, bytes: "8 MiB", maxAge: "5 seconds" },
+  memoryBudget: "256 MiB"
 }
 
 /**
- * Archives `topic` up to its current end into `s3.bucket` — or, with
- * `follow`, until `follow.stop` completes, then drains.
+ * Builds the Kafka source, the S3 sink and the pipeline with the default
+ * policies in the current scope, and returns the running pipeline's handle
+ * (closing the scope stops it). `archiveTopic` is this plus waiting for the
+ * end; `examples/kafka-to-s3` runs it as a service with its own stop rules.
  */
-export const archiveTopic = (options: ArchiveOptions) =>
-  Effect.scoped(Effect.gen(function*() {
+export const start = (options: ArchiveOptions) =>
+  Effect.gen(function*() {
     const source = yield* KafkaSource.make({
       brokers: options.brokers,
       topic: options.topic,
@@ -63,20 +79,38 @@ export const archiveTopic = (options: ArchiveOptions) =>
       credentials: { accessKeyId: options.s3.accessKeyId, secretAccessKey: options.s3.secretAccessKey },
       checksumAlgorithm: "CRC32"
     })
-    const handle = yield* Pipeline.start({
+    return yield* Pipeline.start({
       source,
       sink,
-      config: { batch: { records: 50_000, bytes: "8 MiB", maxAge: "5 seconds" }, memoryBudget: "256 MiB" },
-      policies: Composition.defaults()
+      config: options.config ?? defaultConfig,
+      policies: Composition.defaults(options.policies ?? {}),
+      meterProvider: options.meterProvider,
+      name: options.name
     })
-    const follow = options.follow
-    if (follow === undefined) return yield* handle.await
-    // Whichever comes first: the run ends (a failure), or stop → a graceful drain.
-    return yield* Effect.raceFirst(handle.await, Effect.andThen(follow.stop, handle.drain(follow.drainDeadline ?? "30 seconds")))
+  })
+
+/**
+ * Runs a started pipeline as a service: whichever comes first, the run ends
+ * (a failure), or `stop` completes and the pipeline drains (stops reading,
+ * seals, finishes the uploads in flight, commits) within `drainDeadline`.
+ */
+export const follow = (handle: Pipeline.PipelineHandle, stop: Effect.Effect<void>, drainDeadline: Duration.Input = "30 seconds") =>
+  Effect.raceFirst(handle.await, Effect.andThen(stop, handle.drain(drainDeadline)))
+
+/**
+ * Archives `topic` up to its current end into `s3.bucket` — or, with
+ * `follow`, until `follow.stop` completes, then drains.
+ */
+export const archiveTopic = (options: ArchiveOptions) =>
+  Effect.scoped(Effect.gen(function*() {
+    const handle = yield* start(options)
+    const following = options.follow
+    if (following === undefined) return yield* handle.await
+    return yield* follow(handle, following.stop, following.drainDeadline)
   }))
 
 /** Completes on the first SIGTERM or SIGINT (a second one kills the process as usual). */
-const onSignal: Effect.Effect<void> = Effect.gen(function*() {
+export const onSignal: Effect.Effect<void> = Effect.gen(function*() {
   const signalled = yield* Deferred.make<void>()
   const stop = () => Deferred.doneUnsafe(signalled, Effect.void)
   process.once("SIGTERM", stop)

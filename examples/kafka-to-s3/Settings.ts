@@ -1,0 +1,89 @@
+/**
+ * The archiver's knobs, read from one JSON file (`archiver.json` beside this
+ * module): the pipeline's config and the config of each default policy.
+ *
+ * ```json
+ * { "pipeline": { "memoryBudget": "256 MiB", "batch": { "maxAge": "5 seconds" } },
+ *   "policies": { "deliveryRate": { "floor": 1, "ceiling": 256 }, "shared": { "highWater": 0.8 } } }
+ * ```
+ *
+ * Every part is decoded with the schema its component decodes it with
+ * (`Pipeline.PipelineConfig`, `DeliveryRate.DeliveryRateConfig`, …), so a bad
+ * value or a misspelled key fails at start with a `ConfigError` naming the
+ * field, before anything connects.
+ */
+import { readFileSync } from "node:fs"
+import { Config, Pipeline } from "@sluice/core"
+import { AdaptiveBatch, DeliveryRate, SharedPressure, Throttle } from "@sluice/policies"
+import type { Composition } from "@sluice/policies"
+import { Effect } from "effect"
+
+/** The knobs, decoded (defaults filled in). */
+export interface Settings {
+  readonly pipeline: Pipeline.PipelineConfig
+  readonly policies: {
+    readonly deliveryRate: DeliveryRate.DeliveryRateConfig
+    readonly throttle: Throttle.ThrottleConfig
+    readonly shared: SharedPressure.SharedPressureConfig
+    readonly batch: AdaptiveBatch.AdaptiveBatchConfig
+  }
+  /**
+   * The lowest upload concurrency the policies may set: the combiner takes
+   * the minimum of the proposals, each at or above its policy's floor.
+   */
+  readonly concurrencyFloor: number
+}
+
+const KEYS = ["pipeline", "policies"]
+const POLICY_KEYS = ["deliveryRate", "throttle", "shared", "batch"]
+
+const record = (component: string, value: unknown, keys: ReadonlyArray<string>): Effect.Effect<Record<string, unknown>, Config.ConfigError> => {
+  if (value === undefined) return Effect.succeed({})
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return Effect.fail(new Config.ConfigError({ component, message: `${component}: expected an object` }))
+  }
+  const unknown = Object.keys(value).filter((k) => !keys.includes(k))
+  if (unknown.length > 0) {
+    return Effect.fail(new Config.ConfigError({ component, message: `${component}: unknown key(s) ${unknown.join(", ")} (expected ${keys.join(", ")})` }))
+  }
+  return Effect.succeed(value as Record<string, unknown>)
+}
+
+/** Decodes settings data (a parsed `archiver.json`); `{}` gives every default. */
+export const decode = (data: unknown): Effect.Effect<Settings, Config.ConfigError> =>
+  Effect.gen(function*() {
+    const top = yield* record("settings", data, KEYS)
+    const policies = yield* record("settings.policies", top["policies"], POLICY_KEYS)
+    const pipeline: unknown = top["pipeline"] ?? {}
+    const deliveryRate: unknown = policies["deliveryRate"] ?? {}
+    const throttle: unknown = policies["throttle"] ?? {}
+    const shared: unknown = policies["shared"] ?? {}
+    const batch: unknown = policies["batch"] ?? {}
+    const decoded = {
+      pipeline: yield* Config.decode("pipeline", Pipeline.PipelineConfig, pipeline),
+      policies: {
+        deliveryRate: yield* Config.decode("deliveryRate", DeliveryRate.DeliveryRateConfig, deliveryRate),
+        throttle: yield* Config.decode("throttle", Throttle.ThrottleConfig, throttle),
+        shared: yield* Config.decode("shared", SharedPressure.SharedPressureConfig, shared),
+        batch: yield* Config.decode("batch", AdaptiveBatch.AdaptiveBatchConfig, batch)
+      }
+    }
+    return { ...decoded, concurrencyFloor: Math.min(decoded.policies.deliveryRate.floor, decoded.policies.throttle.floor) }
+  })
+
+/** Reads and decodes a settings file. */
+export const load = (file: string): Effect.Effect<Settings, Config.ConfigError> =>
+  Effect.try({
+    try: (): unknown => JSON.parse(readFileSync(file, "utf8")),
+    catch: (cause) => new Config.ConfigError({ component: "settings", message: `settings: cannot read ${file}: ${cause instanceof Error ? cause.message : String(cause)}` })
+  }).pipe(Effect.flatMap(decode))
+
+/**
+ * The decoded settings as the archiver takes them (`KafkaToS3.start`'s
+ * `config` and `policies`): numbers are valid encodings of sizes (bytes) and
+ * durations (milliseconds), so the decoded values pass as they are.
+ */
+export const asArchiveOptions = (settings: Settings): { readonly config: Pipeline.PipelineConfigInput; readonly policies: Composition.DefaultsConfig } => ({
+  config: settings.pipeline,
+  policies: settings.policies
+})
