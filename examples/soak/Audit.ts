@@ -20,48 +20,10 @@
  * range), and verified batches are forgotten once committed.
  */
 import type { Batch, Record, Sink, Source } from "@sluice/core"
+import { CommitGuard } from "@sluice/testkit"
 import { Effect, Stream } from "effect"
 
-/** Half-open offset ranges `[from, to)` of one partition, merged as they are added. */
-class RangeSet {
-  readonly list: Array<[number, number]> = []
-  add(from: number, to: number): void {
-    if (to <= from) return
-    const last = this.list[this.list.length - 1]
-    // The common case, in order: extend the last range.
-    if (last !== undefined && from >= last[0] && from <= last[1]) {
-      last[1] = Math.max(last[1], to)
-      return
-    }
-    this.list.push([from, to])
-    this.list.sort((a, b) => a[0] - b[0])
-    const merged: Array<[number, number]> = []
-    for (const r of this.list) {
-      const top = merged[merged.length - 1]
-      if (top !== undefined && r[0] <= top[1]) top[1] = Math.max(top[1], r[1])
-      else merged.push([r[0], r[1]])
-    }
-    this.list.splice(0, this.list.length, ...merged)
-  }
-  /** Offsets of `[from, to)` in neither this set nor `also`. */
-  missing(from: number, to: number, also?: RangeSet): number {
-    const list = also === undefined || also.list.length === 0 ? this.list : [...this.list, ...also.list].sort((x, y) => x[0] - y[0])
-    let at = from
-    let missing = 0
-    for (const [a, b] of list) {
-      if (at >= to) break
-      if (b <= at) continue
-      if (a > at) missing += Math.min(a, to) - at
-      at = Math.max(at, b)
-    }
-    return at < to ? missing + (to - at) : missing
-  }
-}
-
 interface PartitionAudit {
-  readonly read: RangeSet
-  readonly verified: RangeSet
-  readonly gaps: RangeSet
   /** Next offset committed (starts at the first offset read). */
   committed: number | undefined
   /** Records committed (commit advances over records read). */
@@ -118,6 +80,10 @@ export interface Audit {
  */
 export const make = (): Audit => {
   const partitions = new Map<number, PartitionAudit>()
+  // Offset ranges per partition: read, verified, deleted by retention gaps.
+  const read = new CommitGuard.Ranges()
+  const verified = new CommitGuard.Ranges()
+  const gaps = new CommitGuard.Ranges()
   const put = new Map<string, { readonly partition: number; readonly first: number; readonly last: number; readonly records: number }>()
   const n = {
     read: 0,
@@ -134,7 +100,7 @@ export const make = (): Audit => {
   const of = (partition: number): PartitionAudit => {
     let p = partitions.get(partition)
     if (p === undefined) {
-      p = { read: new RangeSet(), verified: new RangeSet(), gaps: new RangeSet(), committed: undefined, committedRecords: 0, verifiedAhead: [] }
+      p = { committed: undefined, committedRecords: 0, verifiedAhead: [] }
       partitions.set(partition, p)
     }
     return p
@@ -144,16 +110,17 @@ export const make = (): Audit => {
     const p = of(chunk.partition)
     if (p.committed === undefined) p.committed = chunk.firstOffset
     if (chunk.offsets === undefined) {
-      p.read.add(chunk.firstOffset, chunk.firstOffset + chunk.count)
+      read.add(chunk.partition, chunk.firstOffset, chunk.firstOffset + chunk.count)
     } else {
-      for (const offset of chunk.offsets) p.read.add(offset, offset + 1)
+      for (const offset of chunk.offsets) read.add(chunk.partition, offset, offset + 1)
     }
     n.read += chunk.count
   }
   const onEvent = (event: Source.SourceEvent) => {
     if (event._tag === "RecordChunk") onChunk(event)
     else if (event._tag === "RetentionGap") {
-      of(event.partition).gaps.add(event.expected, event.logStart)
+      of(event.partition)
+      gaps.add(event.partition, event.expected, event.logStart)
       n.retentionGaps++
       n.retentionGapRecords += event.lostRecords
     }
@@ -165,8 +132,8 @@ export const make = (): Audit => {
     const from = p.committed ?? nextOffset
     if (nextOffset > from) {
       // Offsets neither verified nor deleted by a gap (a gap's offsets are never verified).
-      n.committedNotVerified += p.verified.missing(from, nextOffset, p.gaps)
-      const records = nextOffset - from - p.read.missing(from, nextOffset)
+      n.committedNotVerified += verified.uncovered(partition, from, nextOffset, gaps)
+      const records = nextOffset - from - read.uncovered(partition, from, nextOffset)
       p.committedRecords += records
       n.committed += records
       p.committed = nextOffset
@@ -202,7 +169,7 @@ export const make = (): Audit => {
             if (b === undefined) return
             put.delete(receipt.key)
             const p = of(b.partition)
-            p.verified.add(b.first, b.last + 1)
+            verified.add(b.partition, b.first, b.last + 1)
             p.verifiedAhead.push(b.last)
             if (p.verifiedAhead.length > 1) p.verifiedAhead.sort((x, y) => x - y)
             n.verified += b.records
@@ -217,9 +184,9 @@ export const make = (): Audit => {
     lost: () => n.committedNotVerified + n.retentionGapRecords,
     uncommitted: () => {
       let out = 0
-      for (const p of partitions.values()) {
+      for (const [partition, p] of partitions) {
         const committed = p.committed ?? 0
-        for (const [from, to] of p.read.list) out += Math.max(0, to - Math.max(from, committed))
+        for (const [from, to] of read.of(partition)) out += Math.max(0, to - Math.max(from, committed))
       }
       return out
     }

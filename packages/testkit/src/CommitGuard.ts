@@ -25,7 +25,15 @@ export class Ranges {
 
   /** Adds `[from, to)`. */
   add(partition: number, from: number, to: number): void {
+    if (to <= from) return
     const list = this.byPartition.get(partition) ?? []
+    const last = list[list.length - 1]
+    // The common case, offsets in order: extend the last range.
+    if (last !== undefined && from >= last[0] && from <= last[1]) {
+      last[1] = Math.max(last[1], to)
+      this.byPartition.set(partition, list)
+      return
+    }
     list.push([from, to])
     list.sort((a, b) => a[0] - b[0])
     const merged: Array<[number, number]> = []
@@ -35,6 +43,11 @@ export class Ranges {
       else merged.push([r[0], r[1]])
     }
     this.byPartition.set(partition, merged)
+  }
+
+  /** The merged ranges of `partition`, in order. */
+  of(partition: number): ReadonlyArray<readonly [number, number]> {
+    return this.byPartition.get(partition) ?? []
   }
 
   /** Whether `[from, to)` is covered. */
