@@ -10,26 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Which services were up before: only the others are stopped at the end.
-s3_was_up=0
-kafka_was_up=0
-bash scripts/s3-server.sh status >/dev/null 2>&1 && s3_was_up=1
-bash scripts/kafka-broker.sh status >/dev/null 2>&1 && kafka_was_up=1
-
-stop_started() {
-  if [[ $s3_was_up == 0 && $kafka_was_up == 0 ]]; then
-    bash scripts/services.sh down >&2 || true
-  else
-    if [[ $kafka_was_up == 0 ]]; then bash scripts/kafka-broker.sh down >&2 || true; fi
-    if [[ $s3_was_up == 0 ]]; then bash scripts/s3-server.sh down >&2 || true; fi
-  fi
-}
-trap stop_started EXIT
-
-bash scripts/services.sh up >&2
-set -a
-for f in .services/*.env; do [ -f "$f" ] && . "$f"; done
-set +a
+. scripts/lib/services-for-run.sh
+services_for_run
 
 node=node_modules/.bin/node
 [[ -x $node ]] || node=node

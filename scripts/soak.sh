@@ -40,20 +40,8 @@ esac
 timeout_seconds=${SLUICE_SOAK_TIMEOUT:-$(( seconds + 300 ))}
 
 if [[ $needs_services == 1 ]]; then
-  # Which services were up before: only the others are stopped at the end.
-  s3_was_up=0
-  kafka_was_up=0
-  bash scripts/s3-server.sh status >/dev/null 2>&1 && s3_was_up=1
-  bash scripts/kafka-broker.sh status >/dev/null 2>&1 && kafka_was_up=1
-  stop_started() {
-    if [[ $kafka_was_up == 0 ]]; then bash scripts/kafka-broker.sh down >&2 || true; fi
-    if [[ $s3_was_up == 0 ]]; then bash scripts/s3-server.sh down >&2 || true; fi
-  }
-  trap stop_started EXIT
-  bash scripts/services.sh up >&2
-  set -a
-  for f in .services/*.env; do [ -f "$f" ] && . "$f"; done
-  set +a
+  . scripts/lib/services-for-run.sh
+  services_for_run
 fi
 
 node=node_modules/.bin/node

@@ -1,0 +1,21 @@
+# Sourced by scripts that need the local Kafka broker and S3 server for one run
+# (bench-e2e.sh, soak.sh, example-kafka-to-s3.sh). `services_for_run` starts them
+# (scripts/services.sh up; logs to stderr), exports their .services/*.env, and
+# stops on exit only the services that were not already running before.
+# Run from the repo root. Ports: SLUICE_S3_PORT, SLUICE_KAFKA_PORT,
+# SLUICE_KAFKA_CONTROLLER_PORT (see services.sh).
+services_for_run() {
+  s3_was_up=0
+  kafka_was_up=0
+  bash scripts/s3-server.sh status >/dev/null 2>&1 && s3_was_up=1
+  bash scripts/kafka-broker.sh status >/dev/null 2>&1 && kafka_was_up=1
+  stop_started_services() {
+    if [[ $kafka_was_up == 0 ]]; then bash scripts/kafka-broker.sh down >&2 || true; fi
+    if [[ $s3_was_up == 0 ]]; then bash scripts/s3-server.sh down >&2 || true; fi
+  }
+  trap stop_started_services EXIT
+  bash scripts/services.sh up >&2
+  set -a
+  for f in .services/*.env; do [ -f "$f" ] && . "$f"; done
+  set +a
+}
