@@ -17,8 +17,14 @@ import { mkdir, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
-/** Where reports are written. */
+/** Where reports are written: `$SLUICE_REPORT_DIR`, else `<os temp dir>/sluice-virtual-clock-tests`. */
 export const reportDir = (): string => process.env["SLUICE_REPORT_DIR"] ?? join(tmpdir(), "sluice-virtual-clock-tests")
+
+/** Options of {@link writeReport}, {@link plotOnFailure} and {@link expectWithPlot}. */
+export interface ReportOptions {
+  /** Directory for the files (default {@link reportDir}). */
+  readonly dir?: string | undefined
+}
 
 /** What {@link writeReport} wrote. `svg` is absent when the plot could not be rendered (`plotError` says why). */
 export interface Report {
@@ -33,9 +39,9 @@ export interface Report {
  * A plot that fails to render still leaves the CSV and the summary (the
  * failure being reported matters more than the picture).
  */
-export const writeReport = (result: Runner.RunResult, name: string): Effect.Effect<Report> =>
+export const writeReport = (result: Runner.RunResult, name: string, options: ReportOptions = {}): Effect.Effect<Report> =>
   Effect.gen(function*() {
-    const dir = reportDir()
+    const dir = options.dir ?? reportDir()
     const base = join(dir, name.replace(/[^\w.-]+/g, "_"))
     const title = `${result.summary.scenario} · ${result.summary.policy} · seed ${result.summary.seed}`
     const rendered = yield* Effect.result(Plot.toSvg(result.trace, title))
@@ -81,12 +87,12 @@ const withFooter = (error: unknown, report: Report): Error => {
  * yield* Assert.expectRecoveryWithin(result, 10).pipe(plotOnFailure(result, "recovery-seed-42"))
  * ```
  */
-export const plotOnFailure = (result: Runner.RunResult, name: string) =>
+export const plotOnFailure = (result: Runner.RunResult, name: string, options: ReportOptions = {}) =>
 <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
   Effect.catchCause(self, (cause) =>
     Cause.hasInterruptsOnly(cause)
       ? Effect.interrupt
-      : Effect.flatMap(writeReport(result, name), (report) => Effect.die(withFooter(Cause.squash(cause), report))))
+      : Effect.flatMap(writeReport(result, name, options), (report) => Effect.die(withFooter(Cause.squash(cause), report))))
 
 /**
  * Runs plain (vitest `expect`) assertions on a run's summary and trace; on the
@@ -105,6 +111,7 @@ export const plotOnFailure = (result: Runner.RunResult, name: string) =>
 export const expectWithPlot = (
   result: Runner.RunResult,
   name: string,
-  assertions: (summary: Summary.Summary, trace: Trace.Trace) => void
+  assertions: (summary: Summary.Summary, trace: Trace.Trace) => void,
+  options: ReportOptions = {}
 ): Effect.Effect<void> =>
-  Effect.sync(() => assertions(result.summary, result.trace)).pipe(plotOnFailure(result, name))
+  Effect.sync(() => assertions(result.summary, result.trace)).pipe(plotOnFailure(result, name, options))
