@@ -181,7 +181,8 @@ if (args === undefined) {
     const error = exit.cause.reasons.find((r) => r._tag === "Fail")
     const failure = error?._tag === "Fail" ? error.error : undefined
     const tag = typeof failure === "object" && failure !== null && "_tag" in failure ? String(failure._tag) : undefined
-    console.error(`kafka-to-s3: failed: ${failure === undefined ? String(exit.cause) : (failure instanceof Error ? failure.message : String(failure))}`)
+    const hint = tag === "ListenFailed" ? " (another --prometheus-port, or 0 for any free port)" : ""
+    console.error(`kafka-to-s3: failed: ${failure === undefined ? String(exit.cause) : (failure instanceof Error ? failure.message : String(failure))}${hint}`)
     process.exitCode = tag === "ConfigError" ? 2 : 1
   })
 }
