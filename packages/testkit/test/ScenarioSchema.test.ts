@@ -37,7 +37,7 @@ describe("scenario.schema.json", () => {
       for (const file of shipped) {
         const data = JSON.parse(readFileSync(file.url, "utf8"))
         const plain = yield* Scenario.decode(data)
-        const pointed = yield* Scenario.decode({ $schema: "../scenario.schema.json", ...data })
+        const pointed = yield* Scenario.decode({ ...data, $schema: "../scenario.schema.json" })
         expect(pointed).toEqual({ ...plain, $schema: "../scenario.schema.json" })
       }
     }))
