@@ -5,10 +5,10 @@
  * on any shipped scenario. A ratio above ~1 would mean the oracle's capacity
  * model is wrong, and then no ratio below 1 means anything either.
  *
- * Every spec on every scenario is 231 runs (~400 s of one core). Inside
+ * Every spec on every scenario is 253 runs (23 scenarios; ~450 s of one core). Inside
  * `npm test` this file runs the greedy configuration and the default composition
  * on every scenario plus two more specs per scenario, rotating through the list
- * so each spec meets 4-5 scenarios (84 runs); `npm run test:oracle-bound` sets
+ * so each spec meets 5-6 scenarios (92 runs); `npm run test:oracle-bound` sets
  * `SLUICE_ORACLE_FULL=1` and runs all of them.
  */
 import { describe, expect, it } from "@effect/vitest"
