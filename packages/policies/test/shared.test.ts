@@ -66,6 +66,27 @@ describe("SharedPressure", () => {
     expect(r.state.mode).toBe("probing")
   })
 
+  it("the probe ends once the pressure is over: re-opened, then down to low water → open (not probing for the rest of the run)", () => {
+    const r = Policy.replay(SharedPressure.policy, config({ maxPauseMillis: 1_000 }), [
+      [inflight(100, 900), 100],
+      [sample(500, 50), 500],
+      [inflight(1_200, 700), 1_200],
+      [inflight(1_300, 600), 1_300],
+      [inflight(1_400, 450), 1_400]
+    ])
+    expect(gates(r)).toEqual([[0, "open"], [100, "paused"], [1_200, "open"]])
+    expect(r.state.mode).toBe("open")
+    // …and a later crossing of high water pauses again, as from open.
+    const again = Policy.replay(SharedPressure.policy, config({ maxPauseMillis: 1_000 }), [
+      [inflight(100, 900), 100],
+      [sample(500, 50), 500],
+      [inflight(1_200, 700), 1_200],
+      [inflight(1_400, 450), 1_400],
+      [inflight(1_500, 850), 1_500]
+    ])
+    expect(gates(again)).toEqual([[0, "open"], [100, "paused"], [1_200, "open"], [1_500, "paused"]])
+  })
+
   it("stays paused while nothing progresses", () => {
     const r = Policy.replay(SharedPressure.policy, config({ maxPauseMillis: 1_000 }), [
       [inflight(100, 900), 100],

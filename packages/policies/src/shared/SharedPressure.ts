@@ -91,7 +91,11 @@ const onInflight = (s: SharedPressureState, signal: SignalBus.InflightSignal, no
       // Re-opened by the floor: open until the high-water mark is crossed
       // again, from below. A fill still above it at the re-open is what the
       // floor overrode; pausing on it again at once re-opened for no read at
-      // all (a 10 s pause where 5 s was promised).
+      // all (a 10 s pause where 5 s was promised). Once the fill is down to
+      // the low-water mark the pressure is over: back to open (the next
+      // crossing comes from below either way), so the probe ends — it was
+      // reported as probing for the rest of a run.
+      if (fill <= c.lowWater) return { ...next, mode: "open" }
       return fill >= c.highWater && s.fill < c.highWater && !fed(s, signal) ? pause : next
     case "paused":
       return fill <= c.lowWater ? { ...next, mode: "open" } : next
