@@ -19,7 +19,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { Effect } from "effect"
-import { onSignal } from "../src/KafkaToS3.ts"
+import { onSignal, s3FromEnv } from "../src/KafkaToS3.ts"
 import * as Archiver from "./Archiver.ts"
 import * as Prometheus from "./Prometheus.ts"
 import * as Settings from "./Settings.ts"
@@ -96,13 +96,7 @@ const parse = () => {
     lingerSeconds: number("--linger-seconds", values["linger-seconds"], 0) ?? 0,
     printMetrics: values["print-metrics"] === true,
     brokers: [broker ?? "", ...moreBrokers] as [string, ...Array<string>],
-    s3: {
-      bucket,
-      endpoint: env("SLUICE_S3_ENDPOINT"),
-      region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",
-      accessKeyId: env("SLUICE_S3_ACCESS_KEY"),
-      secretAccessKey: env("SLUICE_S3_SECRET_KEY")
-    }
+    s3: s3FromEnv(bucket, env)
   }
 }
 

@@ -50,6 +50,19 @@ export interface ArchiveOptions {
   readonly policies?: Composition.DefaultsConfig | undefined
 }
 
+/**
+ * The S3 endpoint and credentials the local services export
+ * (`.services/s3.env`: `SLUICE_S3_*`), for `bucket`. `env` reads a required
+ * variable (and says how to set it when it is missing).
+ */
+export const s3FromEnv = (bucket: string, env: (name: string) => string): ArchiveOptions["s3"] => ({
+  bucket,
+  endpoint: env("SLUICE_S3_ENDPOINT"),
+  region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",
+  accessKeyId: env("SLUICE_S3_ACCESS_KEY"),
+  secretAccessKey: env("SLUICE_S3_SECRET_KEY")
+})
+
 /** The archiver's pipeline config unless told otherwise: objects of ≤ 50 000 records or 8 MiB, sealed within 5 s. */
 export const defaultConfig: Pipeline.PipelineConfigInput = {
   batch: { records: 50_000, bytes: "8 MiB", maxAge: "5 seconds" },
@@ -136,13 +149,7 @@ if (isMain) {
       brokers: [broker ?? "", ...moreBrokers],
       topic,
       groupId: `${topic}-archiver`,
-      s3: {
-        bucket,
-        endpoint: env("SLUICE_S3_ENDPOINT"),
-        region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",
-        accessKeyId: env("SLUICE_S3_ACCESS_KEY"),
-        secretAccessKey: env("SLUICE_S3_SECRET_KEY")
-      },
+      s3: s3FromEnv(bucket, env),
       follow: flag === "--follow" ? { stop: onSignal } : undefined
     })).then(
       (stats) => console.log(`archived ${stats.recordsCommitted} records in ${stats.batchesVerified} objects`),

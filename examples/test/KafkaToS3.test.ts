@@ -16,6 +16,7 @@ import { CommitGuard } from "@sluice/testkit"
 import { Deferred, Effect, Schema, Stream } from "effect"
 import { describe, expect, it, vi } from "vitest"
 import { archiveTopic } from "../src/KafkaToS3.ts"
+import { endpoints, reachable } from "./services.ts"
 
 /** What the mocked `make`s wrap each source and sink they build with (set by the test). */
 const wrap = vi.hoisted(() => ({
@@ -36,35 +37,6 @@ vi.mock("@sluice/adapter-kafka", async (importOriginal) => {
   const make: typeof mod.KafkaSource.make = (config) => Effect.map(mod.KafkaSource.make(config), (source) => wrap.source(source))
   return { ...mod, KafkaSource: { ...mod.KafkaSource, make } }
 })
-
-const HOW = "this test needs the real Kafka broker and S3 server (run `npm test`, or `bash scripts/services.sh up` and source .services/*.env)"
-
-const env = (name: string): string => {
-  const value = process.env[name]
-  if (value === undefined || value === "") {
-    throw new Error(`${name} is not set: ${HOW}`)
-  }
-  return value
-}
-
-/** Fails with a clear message when a service does not answer (never skips). */
-const reachable = <A>(what: string, request: Promise<A>): Promise<A> =>
-  request.catch((cause: unknown) => {
-    throw new Error(`${what} did not answer (${cause instanceof Error ? cause.message : String(cause)}): ${HOW}`, { cause })
-  })
-
-/** The services' endpoints, from the env `npm test` sets (fails when unset). */
-const endpoints = () => {
-  const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",")
-  const brokers: [string, ...Array<string>] = [broker ?? "", ...moreBrokers]
-  const s3 = {
-    endpoint: env("SLUICE_S3_ENDPOINT"),
-    region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",
-    accessKeyId: env("SLUICE_S3_ACCESS_KEY"),
-    secretAccessKey: env("SLUICE_S3_SECRET_KEY")
-  }
-  return { brokers, s3 }
-}
 
 /** An S3 client, a Kafka admin and a producer for the test's own checks. */
 const clients = (brokers: ReadonlyArray<string>, s3: ReturnType<typeof endpoints>["s3"]) => ({

@@ -25,22 +25,9 @@ import * as Archiver from "../kafka-to-s3/Archiver.ts"
 import { createBucket, produce, recordsIn } from "../kafka-to-s3/produce.ts"
 import * as Prometheus from "../kafka-to-s3/Prometheus.ts"
 import * as Settings from "../kafka-to-s3/Settings.ts"
+import { endpoints, reachable } from "./services.ts"
 
 const DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "kafka-to-s3")
-const HOW = "this test needs the real Kafka broker and S3 server (run `npm test`, or `bash scripts/services.sh up` and source .services/*.env)"
-
-const env = (name: string): string => {
-  const value = process.env[name]
-  if (value === undefined || value.trim() === "") throw new Error(`${name} is not set: ${HOW}`)
-  return value.trim()
-}
-
-/** Fails with a clear message when a service does not answer (never skips). */
-const reachable = <A>(what: string, request: Promise<A>): Promise<A> =>
-  request.catch((cause: unknown) => {
-    throw new Error(`${what} failed (${cause instanceof Error ? cause.message : String(cause)}): ${HOW}`, { cause })
-  })
-
 /** One sample of the exposition text. */
 interface Sample {
   readonly name: string
@@ -93,14 +80,7 @@ const parseRules = (text: string) => {
 
 describe("examples/kafka-to-s3: the archiver's Prometheus endpoint", () => {
   it("serves the pipeline's metrics while it runs and after the drain; verified = committed = produced; alerts.yml names only what the scrape has", async () => {
-    const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",").map((b) => b.trim())
-    const brokers: [string, ...Array<string>] = [broker ?? "", ...moreBrokers]
-    const s3 = {
-      endpoint: env("SLUICE_S3_ENDPOINT"),
-      region: process.env["SLUICE_S3_REGION"] ?? "us-east-1",
-      accessKeyId: env("SLUICE_S3_ACCESS_KEY"),
-      secretAccessKey: env("SLUICE_S3_SECRET_KEY")
-    }
+    const { brokers, s3 } = endpoints()
     const id = `${process.pid}-${Date.now().toString(36)}`
     const topic = `sluice-prom-${id}`
     const bucket = `prom-${id}`
