@@ -94,7 +94,8 @@ const panel = (p: Panel, t: ReadonlyArray<number>, y0: number, tMax: number): st
 }
 
 /**
- * An SVG document: `panels` stacked over the times `t` (seconds), titled.
+ * An SVG document: `panels` stacked over `t` (times in seconds, or any x
+ * values with their `xLabel`), titled.
  *
  * **Example**
  *
@@ -102,7 +103,7 @@ const panel = (p: Panel, t: ReadonlyArray<number>, y0: number, tMax: number): st
  * const svg = Svg.chart("memory", [0, 1, 2], [{ title: "RSS (MiB)", series: [{ name: "rss", color: "#d62728", values: [100, 101, 99] }] }])
  * ```
  */
-export const chart = (title: string, t: ReadonlyArray<number>, panels: ReadonlyArray<Panel>): string => {
+export const chart = (title: string, t: ReadonlyArray<number>, panels: ReadonlyArray<Panel>, xLabel = "time (s)"): string => {
   const tMax = Math.max(1, ...t)
   const height = 30 + panels.length * H + 16
   const body = panels.map((p, i) => panel(p, t, 30 + i * H, tMax)).join("\n")
@@ -110,7 +111,7 @@ export const chart = (title: string, t: ReadonlyArray<number>, panels: ReadonlyA
 <rect width="100%" height="100%" fill="white"/>
 <text x="10" y="20" font-size="14">${esc(title)}</text>
 ${body}
-<text x="${W / 2}" y="${height - 4}" font-size="11" text-anchor="middle">time (s)</text>
+<text x="${W / 2}" y="${height - 4}" font-size="11" text-anchor="middle">${esc(xLabel)}</text>
 </svg>
 `
 }
