@@ -109,6 +109,7 @@ const elsewhere: Record<string, string> = {
   "npm run soak -- --rate 1M --duration 5m --json": "examples/test/Soak.test.ts (smoke); the 5-minute run by hand",
   "npm run soak -- --rate 30k --duration 5m --source kafka --sink s3": "by hand (starts its own services); the Kafka → S3 path is examples/test/KafkaToS3*.test.ts",
   "npm run recovery -- --backlogs 50000,100000,200000,400000 --json": "by hand (minutes, starts the services): figures in examples/README.md",
+  "npm run chaos -- --runs 20 --json": "by hand (minutes, starts the services): figures in examples/README.md",
   "npx vitest run examples/custom-policy/test/conformance.test.ts": "npm test (the same file)",
   "npx vitest run examples/custom-policy/test": "npm test (the same files)",
   "npm ci && npm run example:kafka-to-s3": "examples/test/KafkaToS3Prometheus.test.ts (the archiver, its endpoint and alerts against the real services)",

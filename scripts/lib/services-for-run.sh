@@ -1,5 +1,5 @@
 # Sourced by scripts that need the local Kafka broker and S3 server for one run
-# (bench-e2e.sh, soak.sh, recovery.sh). `services_for_run` starts them
+# (bench-e2e.sh, soak.sh, recovery.sh, chaos.sh). `services_for_run` starts them
 # (scripts/services.sh up; logs to stderr), exports their .services/*.env, and
 # stops on exit only the services that were not already running before.
 # Run from the repo root. Ports: SLUICE_S3_PORT, SLUICE_KAFKA_PORT,

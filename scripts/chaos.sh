@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# npm run chaos [-- --runs 20 --records 3000000 --seed 7 --json]
+#
+# SIGKILL chaos on the real services (issue 13 item 5): examples/soak/chaos.ts with the
+# repo's Node; starts the local broker and S3 server (scripts/services.sh up) and stops
+# those it started. Killed after SLUICE_CHAOS_TIMEOUT seconds (default 1800).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case " $* " in *" --help "*) exec node_modules/.bin/node --conditions=@sluice/source examples/soak/chaos.ts --help ;; esac
+. scripts/lib/services-for-run.sh
+services_for_run
+node=node_modules/.bin/node
+[[ -x $node ]] || node=node
+timeout --kill-after=30 "${SLUICE_CHAOS_TIMEOUT:-1800}" "$node" --conditions=@sluice/source examples/soak/chaos.ts "$@"
