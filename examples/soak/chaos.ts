@@ -202,7 +202,8 @@ try {
     finishedEarly,
     recordsProduced: options.records,
     recordsChecked,
-    lost: options.records - recordsChecked + (report.holes?.length ?? 0),
+    // Produced records the audit did not find in a verified object (holes are listed apart).
+    lost: options.records - recordsChecked,
     committedAtEnd: atEnd,
     holes: report.holes?.length ?? null,
     duplicates: report.duplicates ?? null,
