@@ -20,19 +20,10 @@ import { spawn, spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { parseArgs } from "node:util"
 import { Admin } from "@platformatic/kafka"
-import { s3FromEnv } from "../src/KafkaToS3.ts"
 import { createBucket, produce } from "../kafka-to-s3/produce.ts"
+import { committedOffsets, committedRecords, exited, servicesFromEnv, sleep } from "./KillRuns.ts"
 
 const usage = "usage: npm run chaos -- [--runs 20] [--records 3000000] [--partitions 8] [--seed 7] [--min-ms 0] [--max-ms 1000] [--json]"
-
-const env = (name: string): string => {
-  const value = process.env[name]
-  if (value === undefined || value.trim() === "") {
-    console.error(`chaos: ${name} is not set: run it with \`npm run chaos\` (it starts the services)`)
-    process.exit(2)
-  }
-  return value.trim()
-}
 
 const options = (() => {
   try {
@@ -86,36 +77,15 @@ const rng = (seed: number) => {
   }
 }
 
-const [firstBroker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",").map((b) => b.trim())
-const brokers: [string, ...Array<string>] = [firstBroker ?? "", ...moreBrokers]
-const s3 = s3FromEnv("unused", env)
+const { brokers, s3 } = servicesFromEnv("chaos")
 const log = (line: string) => process.stderr.write(`chaos: ${line}\n`)
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-const exited = (child: ChildProcess, within: number) =>
-  new Promise<number | null | "timeout">((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode)
-    const timer = setTimeout(() => resolve("timeout"), within)
-    child.once("exit", (code) => {
-      clearTimeout(timer)
-      resolve(code)
-    })
-  })
-
 const archiver = (topic: string, bucket: string): ChildProcess =>
   spawn(process.execPath, ["--conditions=@sluice/source", "examples/src/KafkaToS3.ts", topic, bucket], {
     stdio: ["ignore", "ignore", "pipe"],
     env: process.env
   })
 
-/** Committed offsets of `group` on `topic`, per partition (-1 when none). */
-const committed = async (admin: Admin, group: string, topic: string): Promise<Array<number>> => {
-  const out = new Array<number>(options.partitions).fill(-1)
-  for (const g of await admin.listConsumerGroupOffsets({ groups: [group] })) {
-    for (const t of g.topics) if (t.name === topic) for (const p of t.partitions) out[p.partitionIndex] = Number(p.committedOffset)
-  }
-  return out
-}
+const committed = (admin: Admin, group: string, topic: string) => committedOffsets(admin, group, topic, options.partitions)
 
 const id = `${process.pid}-${Date.now().toString(36)}`
 const topic = `chaos-${id}`
@@ -145,7 +115,7 @@ try {
     runs++
     let firstCommitAt: number | undefined
     while (firstCommitAt === undefined && child.exitCode === null && Date.now() - started < 60_000) {
-      const n = (await committed(admin, group, topic).catch(() => [])).reduce((s, o) => s + Math.max(0, o), 0)
+      const n = committedRecords(await committed(admin, group, topic).catch(() => []))
       if (n > before) firstCommitAt = Date.now()
       else await sleep(50)
     }
@@ -158,7 +128,7 @@ try {
       finishedEarly++ // it caught up and exited before its kill moment
     }
     const now = await committed(admin, group, topic)
-    before = now.reduce((s, o) => s + Math.max(0, o), 0)
+    before = committedRecords(now)
     progress.push(before)
     const when = firstCommitAt === undefined ? "no commit within 60 s" : `${extra} ms after its first commit (${firstCommitAt - started} ms after start)`
     log(`run ${runs}: ${ended === "timeout" ? `SIGKILL ${when}` : `exited ${String(ended)} before its kill`}; committed ${before} of ${options.records}`)

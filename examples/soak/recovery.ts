@@ -22,20 +22,11 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { Admin } from "@platformatic/kafka"
-import { s3FromEnv } from "../src/KafkaToS3.ts"
 import { createBucket, produce } from "../kafka-to-s3/produce.ts"
+import { committedOffsets, committedRecords, exited, servicesFromEnv, sleep } from "./KillRuns.ts"
 import * as Svg from "./Svg.ts"
 
 const usage = "usage: npm run recovery -- [--backlogs 50000,100000,200000,400000] [--kill-fraction 0.25] [--timeout-seconds 300] [--json]"
-
-const env = (name: string): string => {
-  const value = process.env[name]
-  if (value === undefined || value.trim() === "") {
-    console.error(`recovery: ${name} is not set: run it with \`npm run recovery\` (it starts the services)`)
-    process.exit(2)
-  }
-  return value.trim()
-}
 
 const options = (() => {
   try {
@@ -66,25 +57,14 @@ const options = (() => {
   }
 })()
 
-const [firstBroker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",").map((b) => b.trim())
-const brokers: [string, ...Array<string>] = [firstBroker ?? "", ...moreBrokers]
-const s3 = s3FromEnv("unused", env)
-const services = { brokers, s3 }
+const services = servicesFromEnv("recovery")
+const { brokers } = services
 const partitions = 8
 const log = (line: string) => process.stderr.write(`recovery: ${line}\n`)
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Records committed by `group` on `topic`, summed over partitions. */
-const committed = async (admin: Admin, group: string, topic: string): Promise<number> => {
-  const answer = await admin.listConsumerGroupOffsets({ groups: [group] })
-  let sum = 0
-  for (const g of answer) {
-    for (const t of g.topics) {
-      if (t.name === topic) for (const p of t.partitions) sum += Math.max(0, Number(p.committedOffset))
-    }
-  }
-  return sum
-}
+const committed = async (admin: Admin, group: string, topic: string): Promise<number> =>
+  committedRecords(await committedOffsets(admin, group, topic, partitions))
 
 /** Starts the archiver on `topic` (its own metrics port, bounded in time); its output goes to stderr. */
 const archiver = (topic: string, bucket: string, group: string, maxSeconds: number): ChildProcess => {
@@ -107,12 +87,6 @@ const until = async (admin: Admin, group: string, topic: string, done: (n: numbe
     await sleep(50)
   }
 }
-
-const exited = (child: ChildProcess) =>
-  new Promise<number | null>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode)
-    else child.once("exit", (code) => resolve(code))
-  })
 
 interface Row {
   readonly backlog: number
@@ -141,7 +115,7 @@ try {
     const startedFirst = Date.now()
     const before = await until(admin, group, topic, (n) => n >= options.killFraction * backlog, startedFirst, options.timeoutMillis)
     first.kill("SIGKILL")
-    await exited(first)
+    await exited(first, 10_000)
     const committedAtKill = await committed(admin, group, topic)
     if (before === null) log(`${topic}: the first run did not commit ${options.killFraction} of the backlog in time; killed anyway`)
     log(`${topic}: killed after ${committedAtKill} of ${backlog} committed; restarting`)
@@ -158,7 +132,8 @@ try {
     const firstCommit = await until(admin, group, topic, (n) => n > committedAtKill, restarted, options.timeoutMillis)
     const caughtUp = firstCommit === null ? null : await until(admin, group, topic, (n) => n >= backlog, restarted, options.timeoutMillis)
     second.kill("SIGTERM")
-    const drainExit = await Promise.race([exited(second), sleep(60_000).then(() => null)])
+    const ended = await exited(second, 60_000)
+    const drainExit = ended === "timeout" ? null : ended
     if (second.exitCode === null) second.kill("SIGKILL")
     const row: Row = {
       backlog,

@@ -1,0 +1,49 @@
+/**
+ * What the kill-and-restart runs (`chaos.ts`, `recovery.ts`) share: the
+ * services from the environment `scripts/*.sh` exports, a group's committed
+ * offsets read from outside through the Kafka admin API, and waiting for a
+ * child process to exit within a bound.
+ */
+import type { ChildProcess } from "node:child_process"
+import type { Admin } from "@platformatic/kafka"
+import { s3FromEnv } from "../src/KafkaToS3.ts"
+
+/** The brokers and S3 endpoint; a missing variable exits 2 naming it and the npm script that sets it. */
+export const servicesFromEnv = (tool: string) => {
+  const env = (name: string): string => {
+    const value = process.env[name]
+    if (value === undefined || value.trim() === "") {
+      console.error(`${tool}: ${name} is not set: run it with \`npm run ${tool}\` (it starts the services)`)
+      process.exit(2)
+    }
+    return value.trim()
+  }
+  const [first, ...more] = env("SLUICE_KAFKA_BROKERS").split(",").map((b) => b.trim())
+  const brokers: [string, ...Array<string>] = [first ?? "", ...more]
+  return { brokers, s3: s3FromEnv("unused", env) }
+}
+
+/** Committed offsets of `group` on `topic`, per partition (-1 when none) for `partitions` partitions. */
+export const committedOffsets = async (admin: Admin, group: string, topic: string, partitions: number): Promise<Array<number>> => {
+  const out = new Array<number>(partitions).fill(-1)
+  for (const g of await admin.listConsumerGroupOffsets({ groups: [group] })) {
+    for (const t of g.topics) if (t.name === topic) for (const p of t.partitions) out[p.partitionIndex] = Number(p.committedOffset)
+  }
+  return out
+}
+
+/** Records committed: the committed offsets summed (a partition without one counts 0). */
+export const committedRecords = (offsets: ReadonlyArray<number>): number => offsets.reduce((s, o) => s + Math.max(0, o), 0)
+
+/** The child's exit code once it exits, or `"timeout"` after `within` ms. */
+export const exited = (child: ChildProcess, within: number) =>
+  new Promise<number | null | "timeout">((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode)
+    const timer = setTimeout(() => resolve("timeout"), within)
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      resolve(code)
+    })
+  })
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
