@@ -4,6 +4,7 @@
  * verification, retention gaps detected and surfaced, safe group rebalances.
  *
  * @since 0.1.0
+ * @module @sluice/adapter-kafka
  */
 export * as KafkaConfig from "./KafkaConfig.ts"
 export * as KafkaStats from "./KafkaStats.ts"

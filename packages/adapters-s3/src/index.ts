@@ -4,6 +4,7 @@
  * surfaces every throttle to the policies.
  *
  * @since 0.1.0
+ * @module @sluice/adapter-s3
  */
 export * as Checksums from "./Checksums.ts"
 export * as S3Config from "./S3Config.ts"

@@ -182,9 +182,13 @@ export type PipelineError = SourceError | BatchFailed | ConfigError | PolicyFail
  * @since 0.1.0
  */
 export interface PipelineHandle {
+  /** The decoded config the pipeline runs with. */
   readonly config: PipelineConfig
+  /** A snapshot of the live stats (records read, committed, bytes held, …). */
   readonly stats: () => Readonly<PipelineStats>
+  /** The knobs the policies move (concurrency, batch target, rate, read gate). */
   readonly knobs: Knob.Knobs["Service"]
+  /** The signal bus the pipeline publishes every outcome on. */
   readonly bus: SignalBus.SignalBus["Service"]
   /** Completes when the source ended and every batch was verified and committed. */
   readonly await: Effect.Effect<PipelineStats, PipelineError>

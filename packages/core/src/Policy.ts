@@ -139,10 +139,17 @@ export interface Step<S> {
  * @since 0.1.0
  */
 export interface Policy<C, S, I = unknown> {
+  /** The policy's name, as the CLI, the metrics and the conformance suite show it. */
   readonly name: string
   /** The config schema: decodes `I` (its encoded form, what users write) to `C`. */
   readonly config: Schema.Codec<C, I>
+  /**
+   * The floor and ceiling of each knob the policy proposes to, for `config`:
+   * its proposals must stay within them, and the conformance suite judges the
+   * policy against them.
+   */
   readonly bounds: (config: C) => KnobBounds
+  /** How the policy recovers from an over-correction (its probe), for `config`. */
   readonly probe: (config: C) => ProbeSpec
   /**
    * `config` with the probe disabled: `probe(withoutProbe(config))` must be
@@ -153,8 +160,14 @@ export interface Policy<C, S, I = unknown> {
    * recovers.
    */
   readonly withoutProbe?: ((config: C) => C) | undefined
+  /** The initial state for `config`. */
   readonly init: (config: C) => S
+  /** The proposal in force before the first signal. */
   readonly initial: (state: S) => Proposal
+  /**
+   * One signal in: the next state and, optionally, a new proposal. Pure and
+   * deterministic (`now` is the Clock's milliseconds, passed in).
+   */
   readonly step: (state: S, signal: Signal, now: number) => Step<S>
   /**
    * The controller's mode in `state` (e.g. `"steady"`, `"backoff"`,

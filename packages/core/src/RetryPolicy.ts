@@ -58,6 +58,7 @@ export interface RetryContext {
  * @since 0.1.0
  */
 export interface RetryPolicy {
+  /** The wait (ms) before attempt `attempt + 1`, or `undefined` to give up. */
   readonly delayMillis: (failure: ClassifiedFailure, attempt: number, context?: RetryContext) => number | undefined
 }
 

@@ -165,6 +165,7 @@ export interface RetentionGapSignal extends RetentionGap {
  * @since 0.1.0
  */
 export class SignalBus extends Context.Service<SignalBus, {
+  /** Publishes `signal` to every current subscriber. */
   readonly publish: (signal: Signal) => Effect.Effect<void>
   /** Synchronous publish for hot paths. */
   readonly publishUnsafe: (signal: Signal) => void

@@ -68,8 +68,15 @@ export interface VerifiedReceipt {
  * @since 0.1.0
  */
 export interface Sink {
+  /** The sink's name (the replicas of a replicated sink need distinct names). */
   readonly name: string
+  /** Stores the batch's body under `batch.key`, overwriting (keys are deterministic). */
   readonly putObject: (batch: SealedBatch) => Effect.Effect<PutReceipt, SinkFailure>
+  /** Stores the batch's manifest next to its object. */
   readonly putManifest: (manifest: Manifest) => Effect.Effect<void, SinkFailure>
+  /**
+   * Asks the store for the object's size and checksum; fails with
+   * `VerificationFailed` if they differ from the receipt.
+   */
   readonly verify: (receipt: PutReceipt) => Effect.Effect<VerifiedReceipt, SinkFailure | VerificationFailed>
 }

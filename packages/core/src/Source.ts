@@ -91,11 +91,20 @@ export class SourceError extends Schema.TaggedError<SourceError>()("SourceError"
  * @since 0.1.0
  */
 export interface Source {
+  /** The source's name (the topic): the source segment of every object key, and the metrics' `messaging.destination.name`. */
   readonly name: string
+  /** The merge of the per-partition streams; one partition's chunks in offset order. */
   readonly events: Stream.Stream<SourceEvent, SourceError>
+  /**
+   * Commits `nextOffset` for `partition`: called only by the pipeline's
+   * committer, with the offset after the highest contiguous verified batch.
+   */
   readonly commit: (partition: number, nextOffset: number) => Effect.Effect<void, SourceError>
+  /** Stops fetching (what was buffered may still be delivered); driven by the read gate. */
   readonly pause: Effect.Effect<void>
+  /** Resumes fetching after `pause`. */
   readonly resume: Effect.Effect<void>
+  /** Records behind the end of the log, per partition. */
   readonly lag: Effect.Effect<ReadonlyMap<number, number>>
   /** Bytes the source holds read ahead of the pipeline, at most (see above); reserved from the memory budget. */
   readonly readAheadBytes?: number | undefined

@@ -3,6 +3,7 @@
  * and the policy contract of Sluice.
  *
  * @since 0.1.0
+ * @module @sluice/core
  */
 export * as Batch from "./Batch.ts"
 export * as CommitTracker from "./CommitTracker.ts"

@@ -5,6 +5,7 @@
  * share, and their composition.
  *
  * @since 0.1.0
+ * @module @sluice/policies
  */
 export * as AdaptiveBatch from "./batch/AdaptiveBatch.ts"
 export * as Aimd from "./aimd/Aimd.ts"

@@ -8,6 +8,7 @@
  * recovers and the other does not.
  *
  * @since 0.1.0
+ * @module @sluice/testkit/conformance
  */
 import { Result } from "effect"
 import { describe, expect, it } from "vitest"

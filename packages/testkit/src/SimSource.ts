@@ -119,6 +119,7 @@ export interface SimConsumer extends Source.Source {
    * that is still in the log and not yet committed; 0 when all are committed.
    */
   readonly uncommittedAgeAt: (now: number) => number
+  /** Whether the pipeline's read gate has this consumer paused. */
   readonly isPaused: () => boolean
 }
 

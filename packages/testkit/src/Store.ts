@@ -146,6 +146,7 @@ export interface StoreCounters {
  * @since 0.1.0
  */
 export interface SimStore {
+  /** The store's parameters now (after every `update` so far). */
   readonly params: () => StoreParams
   /** Changes parameters from now on (requests in flight keep their latency). */
   readonly update: (change: Partial<StoreParams>) => void

@@ -4,6 +4,7 @@
  * suite and plots.
  *
  * @since 0.1.0
+ * @module @sluice/testkit
  */
 export * as Rng from "./Rng.ts"
 export * as Scenario from "./Scenario.ts"

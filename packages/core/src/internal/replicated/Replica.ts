@@ -13,7 +13,9 @@ import { Effect } from "effect"
 
 /** What a replica must offer to be the source of a repair. */
 export interface Readable {
+  /** The stored body of the object at `key`. */
   readonly readObject: (key: string) => Effect.Effect<Uint8Array, Failure.SinkFailure>
+  /** The manifest of the batch whose object is at `key`. */
   readonly readManifest: (key: string) => Effect.Effect<Batch.Manifest, Failure.SinkFailure>
 }
 
