@@ -34,6 +34,58 @@ const entryPoints = (): Array<readonly [string, string]> => {
   return out
 }
 
+/**
+ * The ```ts blocks of the guides (docs/*.md): each must be marked
+ * `<!-- excerpt: path -->` on the line before, and be an excerpt of that file —
+ * verbatim, in order, with `// …` lines standing for what was left out — so a
+ * guide's code compiles and is tested wherever its file is.
+ */
+const guideSamples = (): Array<{ readonly doc: string; readonly file: string | undefined; readonly code: string }> => {
+  const out: Array<{ readonly doc: string; readonly file: string | undefined; readonly code: string }> = []
+  for (const name of readdirSync(join(root, "docs")).sort()) {
+    if (!name.endsWith(".md")) continue
+    const text = readFileSync(join(root, "docs", name), "utf8")
+    for (const m of text.matchAll(/(?:<!-- excerpt: (\S+) -->\n)?```(?:ts|typescript)\n([\s\S]*?)```/g)) {
+      out.push({ doc: `docs/${name}`, file: m[1], code: m[2] ?? "" })
+    }
+  }
+  return out
+}
+
+/** Why `code` is not an excerpt of `source`, or undefined when it is. */
+const notAnExcerpt = (code: string, source: string): string | undefined => {
+  const parts = code.split(/^[ \t]*\/\/ …[ \t]*\n/m).map((p) => p.replace(/^\n+|\s+$/g, ""))
+  let from = 0
+  for (const part of parts) {
+    const at = source.indexOf(part, from)
+    if (at < 0) return `not found in order:\n${part}`
+    from = at + part.length
+  }
+  return undefined
+}
+
+describe("guides", () => {
+  it("every code sample in docs/*.md is a marked excerpt of a file CI compiles", () => {
+    const samples = guideSamples()
+    expect(samples.length).toBeGreaterThanOrEqual(9)
+    const problems: Array<string> = []
+    for (const { doc, file, code } of samples) {
+      if (file === undefined) {
+        problems.push(`${doc}: a code sample without <!-- excerpt: path --> before it:\n${code.slice(0, 200)}`)
+        continue
+      }
+      const path = join(root, file)
+      if (!existsSync(path)) {
+        problems.push(`${doc}: excerpt of ${file}, which does not exist`)
+        continue
+      }
+      const why = notAnExcerpt(code, readFileSync(path, "utf8"))
+      if (why !== undefined) problems.push(`${doc}: excerpt of ${file}: ${why}`)
+    }
+    expect(problems).toEqual([])
+  })
+})
+
 describe("npm run docs", () => {
   it("lists every package's public entry points in tools/docs/typedoc.json", () => {
     const config = JSON.parse(readFileSync(join(toolDir, "typedoc.json"), "utf8")) as { entryPoints: Array<string> }
