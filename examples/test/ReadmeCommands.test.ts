@@ -4,9 +4,18 @@
  * Each command line of a ```sh block (README.md, examples/**, packages/*,
  * docs/) must be listed below, either as **run** here — cheap commands, run as
  * written from the repository root against the build `npm test` makes, in their
- * smoke form when `smoke` says so — or as **checked elsewhere**, naming the test
- * or script that exercises it (`.ci/run` is `npm ci && npm test`). A README
- * command that is in neither list fails the first test: add it to one.
+ * smoke form when `smoke` says so (the same script or entry, smaller arguments)
+ * — or as **checked elsewhere**, naming the test or script that exercises it
+ * (`.ci/run` is `npm ci && npm test`). A README command that is in neither list
+ * fails the first test: add it to one.
+ *
+ * The smoke forms that need the real services (Kafka, S3) take them from the
+ * environment `npm test` sets (`scripts/test.sh` sources `.services/*.env`);
+ * without them they fail, never skip. What is still run by hand, and why:
+ * `npm run recovery` (each restart waits out the broker's 30 s session timeout
+ * of the killed member: over a minute even for a tiny backlog), `npm run
+ * bench:e2e` and `npm run bench -w @sluice/adapter-s3` (~45–50 s in their
+ * smallest form here), and the full-size runs of the others (minutes).
  */
 import { spawnSync } from "node:child_process"
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs"
@@ -62,8 +71,17 @@ const commands = (text: string): Array<string> => {
   return out
 }
 
-/** Run here, as written (or as `smoke`), with the exit code each must give. */
-const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; readonly exit?: number }> = [
+/** A fresh name for a topic and bucket (S3: lowercase, ≤ 63 characters). */
+const fresh = "readme-$(date +%s%N)-$$"
+/** Produces 1 000 records over 2 partitions into topic `$t` and creates bucket `$t` (examples/kafka-to-s3/produce.ts). */
+const produceSmall =
+  `t=${fresh} && node_modules/.bin/node --conditions=@sluice/source examples/kafka-to-s3/produce.ts "$t" "$t" --records 1000 --partitions 2 >/dev/null`
+
+/**
+ * Run here, as written (or as `smoke`), with the exit code each must give and,
+ * when given, a pattern its output (stdout and stderr) must match.
+ */
+const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; readonly exit?: number; readonly output?: RegExp }> = [
   { command: "npx sluice-sim --help" },
   { command: "npx sluice-sim schema" },
   { command: "npx sluice-sim run packages/testkit/scenarios/knee-24.json --max-duration 48h" },
@@ -76,7 +94,46 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
   { command: "npx sluice-sim run examples/custom-policy/scenarios/storm-then-slower.json --policy sluice-policy-example --json" },
   { command: "npx sluice audit --help" },
   { command: "npm run soak -- --help" },
-  { command: "npx tsc -p examples/virtual-clock-tests/tsconfig.test.json --noEmit" }
+  { command: "npx tsc -p examples/virtual-clock-tests/tsconfig.test.json --noEmit" },
+  { command: "npx tsc -b packages/policies" },
+  { command: "npx turbo run typecheck --filter=sluice-virtual-clock-tests-example" },
+  {
+    command: "SLUICE_SEEDS=7,8 npx vitest run examples/virtual-clock-tests",
+    smoke: "SLUICE_SEEDS=7 npx vitest run examples/virtual-clock-tests",
+    output: /seed 7 BACKOFF/
+  },
+  {
+    command: "npm run bench:checksum",
+    smoke: "npm run bench:checksum -- --millis 30 --rounds 3",
+    output: /CRC32 node:zlib/
+  },
+  // The Kafka → S3 archiver's command lines, on the services npm test started.
+  {
+    command: "npm run example:kafka-to-s3 -- --until-committed",
+    smoke: "npm run example:kafka-to-s3 -- --until-committed --records 2000 --partitions 2 --prometheus-port 0",
+    output: /"reason":"committed","recordsRead":2000,"recordsVerified":2000,"recordsCommitted":2000/
+  },
+  {
+    command: "node examples/dist/KafkaToS3.js <topic> <bucket>",
+    smoke: `${produceSmall} && node examples/dist/KafkaToS3.js "$t" "$t"`,
+    output: /archived 1000 records in \d+ objects/
+  },
+  {
+    // Follow mode until SIGTERM, which drains: exit 0 with what was committed.
+    command: "node examples/dist/KafkaToS3.js <topic> <bucket> --follow",
+    smoke: `${produceSmall} && { node examples/dist/KafkaToS3.js "$t" "$t" --follow & p=$!; sleep 12; kill -TERM $p; wait $p; }`,
+    output: /^(?=[\s\S]*draining: stopped reading)(?=[\s\S]*archived \d+ records in \d+ objects)/
+  },
+  {
+    command: "npm run chaos -- --runs 20 --json",
+    smoke: "npm run chaos -- --runs 1 --records 20000 --partitions 2 --json",
+    output: /"kills":1,.*"recordsProduced":20000,"recordsChecked":20000,"lost":0,"committedAtEnd":true,"holes":0,.*"auditOk":true/
+  },
+  {
+    command: "npm run soak -- --rate 30k --duration 5m --source kafka --sink s3",
+    smoke: `d=$(mktemp -d) && { npm run soak -- --rate 5k --duration 5 --source kafka --sink s3 --partitions 2 --json --out "$d"; s=$?; rm -rf "$d"; exit $s; }`,
+    output: /"source":"kafka","sink":"s3",.*"lost":0,"committedNotVerified":0,"uncommittedAtEnd":0/
+  }
 ]
 
 /** Checked elsewhere: where. */
@@ -99,28 +156,21 @@ const elsewhere: Record<string, string> = {
   "npm start -- --policy default --baseline gradient2 --report /tmp/demo --quiet": "the demo smoke below",
   "bash scripts/services.sh up": "scripts/test.sh (npm test)",
   "set -a; . .services/kafka.env; . .services/s3.env; set +a": "scripts/test.sh (npm test)",
-  "node examples/dist/KafkaToS3.js <topic> <bucket>": "examples/test/KafkaToS3.test.ts (archiveTopic, the same code)",
-  "node examples/dist/KafkaToS3.js <topic> <bucket> --follow": "examples/test/KafkaToS3.test.ts (--follow: drain on SIGTERM)",
   "npm run bench:e2e": "a benchmark (minutes): run by hand, figures in examples/README.md",
   "npm run bench:e2e -- --json": "a benchmark (minutes): run by hand",
   "npm run bench:e2e -- --records 5000000 --partitions 8 --rounds 3 --ceiling-seconds 10": "a benchmark (minutes): run by hand",
   "npm run bench:e2e -- --rounds 1 --cpu-prof /tmp/prof": "a benchmark (minutes): run by hand",
   "npm run soak -- --rate 200k --duration 60": "examples/test/Soak.test.ts (5 s smoke of the same command)",
   "npm run soak -- --rate 1M --duration 5m --json": "examples/test/Soak.test.ts (smoke); the 5-minute run by hand",
-  "npm run soak -- --rate 30k --duration 5m --source kafka --sink s3": "by hand (starts its own services); the Kafka → S3 path is examples/test/KafkaToS3*.test.ts",
-  "npm run recovery -- --backlogs 50000,100000,200000,400000 --json": "by hand (minutes, starts the services): figures in examples/README.md",
-  "npm run chaos -- --runs 20 --json": "by hand (minutes, starts the services): figures in examples/README.md",
+  "npm run recovery -- --backlogs 50000,100000,200000,400000 --json": "by hand (minutes, starts the services; no smoke: every restart waits out the killed member's 30 s session timeout): figures in examples/README.md",
   "npx vitest run examples/custom-policy/test/conformance.test.ts": "npm test (the same file)",
   "npx vitest run examples/custom-policy/test": "npm test (the same files)",
-  "npm ci && npm run example:kafka-to-s3": "examples/test/KafkaToS3Prometheus.test.ts (the archiver, its endpoint and alerts against the real services)",
-  "npm run example:kafka-to-s3 -- --until-committed": "examples/test/KafkaToS3Prometheus.test.ts",
-  "npm run example:kafka-to-s3 -- --records 1000000 --partitions 8 --max-seconds 300 --prometheus-port 9465": "by hand (minutes)",
-  "node --conditions=@sluice/source examples/kafka-to-s3/produce.ts orders orders-archive --records 200000": "examples/test/KafkaToS3Prometheus.test.ts (produce)",
-  "node --conditions=@sluice/source examples/kafka-to-s3/main.ts orders orders-archive --name orders-archiver": "examples/test/KafkaToS3Prometheus.test.ts (the archiver)",
+  "npm ci && npm run example:kafka-to-s3": "the smoke of `npm run example:kafka-to-s3 -- --until-committed` above (same script, 2 000 records) and examples/test/KafkaToS3Prometheus.test.ts (the endpoint and alerts)",
+  "npm run example:kafka-to-s3 -- --records 1000000 --partitions 8 --max-seconds 300 --prometheus-port 9465": "the smoke of `npm run example:kafka-to-s3 -- --until-committed` above (same script and flags, 2 000 records); the full size by hand (minutes)",
+  "node --conditions=@sluice/source examples/kafka-to-s3/produce.ts orders orders-archive --records 200000": "the smokes of KafkaToS3.js above (produce.ts, 1 000 records) and of example:kafka-to-s3 (which runs it)",
+  "node --conditions=@sluice/source examples/kafka-to-s3/main.ts orders orders-archive --name orders-archiver": "the smoke of `npm run example:kafka-to-s3 -- --until-committed` above (the script runs main.ts with --name orders-archiver) and examples/test/KafkaToS3Prometheus.test.ts",
   "npx vitest run examples/virtual-clock-tests": "npm test (the same files)",
-  "SLUICE_SEEDS=7,8 npx vitest run examples/virtual-clock-tests": "npm test (the same files, other seeds)",
   "SLUICE_REPORT_DIR=reports npx vitest run examples/virtual-clock-tests": "npm test (the same files)",
-  "npx turbo run typecheck --filter=sluice-virtual-clock-tests-example": "scripts/test.sh (turbo typecheck)",
   "SLUICE_REPORT_DIR=reports npx vitest run": "npm test",
   "bash scripts/kafka-broker.sh up && set -a && . .services/kafka.env && set +a": "scripts/test.sh (services up)",
   "npx vitest run packages/adapters-kafka": "npm test",
@@ -134,16 +184,15 @@ const elsewhere: Record<string, string> = {
   "bash scripts/s3-server.sh down": "scripts/test.sh (services down)",
   "npx vitest run packages/adapters-s3": "npm test",
   "npm run bench -w @sluice/adapter-s3": "a benchmark: run by hand",
-  "npm run bench:checksum": "a benchmark: run by hand",
   "npx vitest run packages/policies": "npm test",
-  "npx tsc -b packages/policies": "scripts/test.sh (turbo build)"
+  "npm run docs": "examples/test/Docs.test.ts (npm run docs -- --out <a temp dir>: TypeDoc's validation warnings are errors)"
 }
 
 const ranHere = new Set(run.map((r) => r.command))
 /** Commands whose text starts with one of these are multi-line programs checked elsewhere. */
 const elsewherePrefixes: Record<string, string> = {
   "npx node --input-type=module -e": "packages/adapters-s3/test/Audit.test.ts (an archive written by S3Sink through the pipeline, then audited)",
-  "npx node packages/policies/bench/seeds.ts": "a measurement over held-out seeds (minutes): packages/policies/test/scenarios.test.ts runs the same seeds"
+  "npx node packages/policies/bench/seeds.ts": "a measurement over held-out seeds (minutes): its smoke below (one scenario, one policy, one seed); packages/policies/test/scenarios.test.ts runs the same seeds"
 }
 
 const sh = (command: string, timeoutMillis = 120_000) =>
@@ -165,13 +214,23 @@ describe("README commands", () => {
     expect(unaccounted, "add each to `run` or `elsewhere` in examples/test/ReadmeCommands.test.ts").toEqual([])
   })
 
-  for (const { command, smoke, exit } of run) {
-    it(`runs: ${command}`, () => {
+  for (const { command, smoke, exit, output } of run) {
+    it(`runs: ${command}${smoke === undefined ? "" : " (smoke)"}`, () => {
       const result = sh(smoke ?? command)
+      const shown = `${smoke ?? command}\n${result.stdout.slice(-2000)}\n${result.stderr.slice(-2000)}`
       expect(result.error, result.stderr).toBeUndefined()
-      expect(result.status, `${command}\n${result.stdout.slice(-2000)}\n${result.stderr.slice(-2000)}`).toBe(exit ?? 0)
+      expect(result.status, shown).toBe(exit ?? 0)
+      if (output !== undefined) expect(`${result.stdout}\n${result.stderr}`, shown).toMatch(output)
     }, 180_000)
   }
+
+  it("runs the held-out-seed measurement (npx node packages/policies/bench/seeds.ts) in its smoke form: one scenario, one policy, one seed", () => {
+    const result = sh("npx node packages/policies/bench/seeds.ts --policy fixed:8 --seeds tuned packages/testkit/scenarios/steady-under-capacity.json")
+    expect(result.status, result.stderr.slice(-2000)).toBe(0)
+    const line = JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "{}") as { committedNotVerified?: number; failure?: unknown }
+    expect(line.committedNotVerified).toBe(0)
+    expect(line.failure).toBeNull()
+  }, 180_000)
 
   it("runs the demo (npm start's program) in its smoke form: a short scenario, both policies, the report written", () => {
     const report = join(root, "reports", `demo-test-${process.pid}`)
