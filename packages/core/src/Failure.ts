@@ -84,10 +84,15 @@ export class VerificationFailed extends Schema.TaggedError<VerificationFailed>()
  * @since 0.1.0
  */
 export interface ClassifiedFailure {
+  /** `Throttled` (the store shedding load), `Transient` (retry) or `Fatal` (do not). */
   readonly failureClass: FailureClass
+  /** The provider's error code (`SlowDown`, `InternalError`, …), or the verification failure's reason. */
   readonly code: string
+  /** The HTTP status, when there was a response. */
   readonly status: number | undefined
+  /** The request that failed: `object_upload`, `manifest_upload` or `verify`. */
   readonly stage: Stage
+  /** The delay the server asked for before the next attempt (Retry-After), in ms. */
   readonly retryAfterMillis: number | undefined
 }
 

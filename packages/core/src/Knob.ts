@@ -40,7 +40,9 @@ export type ReadGate = "open" | "paused"
 export interface KnobValues {
   /** Maximum batches uploading at once. */
   readonly concurrency: number
+  /** When an open batch is sealed: records, bytes, max age. */
   readonly batchTarget: BatchTarget
+  /** Whether the pipeline reads from the source. */
   readonly readGate: ReadGate
   /** Maximum object uploads started per second; `null` for unlimited. */
   readonly rate: number | null
@@ -59,10 +61,13 @@ export type KnobName = keyof KnobValues
  * @since 0.1.0
  */
 export interface Proposal {
+  /** Uploads at once; combined by minimum (never below 1). */
   readonly concurrency?: number
   /** Fields left out are not proposed to (the others' or the base value applies). */
   readonly batchTarget?: Partial<BatchTarget>
+  /** `paused` pauses reading; combined: paused if any policy pauses. */
   readonly readGate?: ReadGate
+  /** Uploads started per second (`null`: no limit from this policy); combined by minimum with the configured rate. */
   readonly rate?: number | null
 }
 

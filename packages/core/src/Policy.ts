@@ -31,7 +31,9 @@ import type { Signal } from "./Signal.ts"
  * @since 0.1.0
  */
 export interface Bounds {
+  /** The lowest value the policy may propose: what still guarantees progress. */
   readonly floor: number
+  /** The highest value the policy may propose. */
   readonly ceiling: number
 }
 
@@ -64,15 +66,35 @@ export type KnobBounds = { readonly [K in KnobName]?: Bounds }
  */
 export type ProbeSpec =
   | {
+    /** Pin the knob, re-measure, restore. */
     readonly _tag: "PinnedProbe"
+    /** The value the knob is pinned at during the probe. */
     readonly level: number
+    /** Samples to collect while pinned (requests that began after the pin). */
     readonly samples: number
+    /** ± fraction applied to `samples`. */
     readonly jitter: number
+    /** Consecutive windows at the floor after which the probe is forced. */
     readonly forcedAfterWindowsAtFloor: number
   }
-  | { readonly _tag: "RestoreProbe"; readonly afterMillis: number }
-  | { readonly _tag: "ReopenProbe"; readonly afterMillis: number }
-  | { readonly _tag: "NoProbe"; readonly reason: string }
+  | {
+    /** Restore the last good value after a time at the floor. */
+    readonly _tag: "RestoreProbe"
+    /** Time at the floor before the restore (ms). */
+    readonly afterMillis: number
+  }
+  | {
+    /** Re-open a closed gate after a time. */
+    readonly _tag: "ReopenProbe"
+    /** Time closed while uploads progress before the gate re-opens (ms). */
+    readonly afterMillis: number
+  }
+  | {
+    /** No probe. */
+    readonly _tag: "NoProbe"
+    /** Why the policy has none (or that it was disabled). */
+    readonly reason: string
+  }
 
 /**
  * The result of one step.
@@ -80,7 +102,9 @@ export type ProbeSpec =
  * @since 0.1.0
  */
 export interface Step<S> {
+  /** The policy's next state. */
   readonly state: S
+  /** A new proposal, or `undefined` to keep the one in force. */
   readonly proposal?: Proposal | undefined
 }
 

@@ -22,14 +22,24 @@ import type { RetentionGap } from "./Source.ts"
  * @since 0.1.0
  */
 export interface UploadSample {
+  /** The signal's tag. */
   readonly _tag: "UploadSample"
   /** When the signal was observed (Clock ms). */
   readonly at: number
+  /** Which request of the batch: `object_upload`, `manifest_upload` or `verify`. */
   readonly stage: Stage
+  /** When this request began (Clock ms). */
   readonly startedAt: number
+  /**
+   * `at − startedAt` minus the local checksum time the sink reported in its
+   * put receipt: the store's time, not this process's CPU.
+   */
   readonly latencyMillis: number
+  /** The object's stored size (compressed, if compression is on) for `object_upload`; 0 for the others. */
   readonly bytes: number
+  /** Batch attempts holding an upload permit when this request started, this one included (≥ 1). */
   readonly inflightAtStart: number
+  /** The combined concurrency knob when this request started (the minimum over every policy's proposal). */
   readonly limitAtStart: number
 }
 
@@ -39,13 +49,19 @@ export interface UploadSample {
  * @since 0.1.0
  */
 export interface FailureSignal {
+  /** The signal's tag. */
   readonly _tag: "Failure"
   /** When the signal was observed (Clock ms). */
   readonly at: number
+  /** The failure as the adapter classified it: `Throttled`, `Transient` or `Fatal`, with its code and stage. */
   readonly failure: ClassifiedFailure
+  /** When the failed request began (Clock ms). */
   readonly startedAt: number
+  /** How long the failed request took: `at − startedAt` (ms). */
   readonly latencyMillis: number
+  /** Batch attempts holding an upload permit when this request started, this one included (≥ 1). */
   readonly inflightAtStart: number
+  /** The combined concurrency knob when this request started. */
   readonly limitAtStart: number
   /** 1 for the first attempt of a batch, 2 for its first retry, … */
   readonly attempt: number
@@ -57,12 +73,17 @@ export interface FailureSignal {
  * @since 0.1.0
  */
 export interface InflightSignal {
+  /** The signal's tag. */
   readonly _tag: "Inflight"
   /** When the signal was observed (Clock ms). */
   readonly at: number
+  /** Batches uploading now (holding a concurrency permit). */
   readonly batches: number
+  /** Bytes charged to the memory budget now: payload plus per-record overhead of open, sealed and uploading batches. */
   readonly bytes: number
+  /** Payload bytes in open (unsealed) batches. */
   readonly openBytes: number
+  /** The pipeline's memory budget (bytes). */
   readonly budgetBytes: number
 }
 
@@ -72,12 +93,17 @@ export interface InflightSignal {
  * @since 0.1.0
  */
 export interface SealSignal {
+  /** The signal's tag. */
   readonly _tag: "Sealed"
   /** When the signal was observed (Clock ms). */
   readonly at: number
+  /** Why it was sealed: `records`, `bytes`, `age`, `pressure`, `drain` or `gap`. */
   readonly reason: SealReason
+  /** Records in the batch. */
   readonly records: number
+  /** Payload bytes of the batch's records. */
   readonly bytes: number
+  /** Time from the batch's opening to its sealing (ms). */
   readonly ageMillis: number
 }
 
@@ -87,10 +113,13 @@ export interface SealSignal {
  * @since 0.1.0
  */
 export interface LagSignal {
+  /** The signal's tag. */
   readonly _tag: "Lag"
   /** When the signal was observed (Clock ms). */
   readonly at: number
+  /** The latest lag known, per partition (records behind the end of the log). */
   readonly lag: ReadonlyMap<number, number>
+  /** The sum of `lag` over the partitions. */
   readonly totalRecords: number
 }
 
@@ -100,8 +129,11 @@ export interface LagSignal {
  * @since 0.1.0
  */
 export interface TickSignal {
+  /** The signal's tag. */
   readonly _tag: "Tick"
+  /** When the tick happened (Clock ms). */
   readonly at: number
+  /** The combined knob values in force. */
   readonly knobs: KnobValues
 }
 
@@ -113,9 +145,13 @@ export interface TickSignal {
  * @since 0.1.0
  */
 export interface PolicyModeSignal {
+  /** The signal's tag. */
   readonly _tag: "PolicyMode"
+  /** When the mode changed (Clock ms). */
   readonly at: number
+  /** The policy's `name`. */
   readonly policy: string
+  /** The new mode, as the policy's `mode(state)` returned it. */
   readonly mode: string
 }
 
@@ -140,6 +176,7 @@ export type Signal =
  * @since 0.1.0
  */
 export interface RetentionGapSignal extends RetentionGap {
+  /** When the gap was found (Clock ms). */
   readonly at: number
 }
 
