@@ -152,6 +152,8 @@ export const KafkaConfig = Schema.Struct({
 })
 
 /**
+ * `KafkaConfig` as a type: what the `KafkaConfig` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type KafkaConfig = typeof KafkaConfig.Type

@@ -115,6 +115,8 @@ export const AuditConfig = Schema.Struct({
 })
 
 /**
+ * `AuditConfig` as a type: what the `AuditConfig` schema decodes to.
+ *
  * @since 0.3.0
  */
 export type AuditConfig = typeof AuditConfig.Type

@@ -28,6 +28,8 @@ import { Effect, Schema } from "effect"
 export const ChecksumAlgorithm = Schema.Literals(["CRC32", "CRC64NVME", "CRC32C", "SHA256"])
 
 /**
+ * `ChecksumAlgorithm` as a type: what the `ChecksumAlgorithm` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type ChecksumAlgorithm = typeof ChecksumAlgorithm.Type
@@ -110,6 +112,8 @@ export const S3Config = Schema.Struct({
 })
 
 /**
+ * `S3Config` as a type: what the `S3Config` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type S3Config = typeof S3Config.Type

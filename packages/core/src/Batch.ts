@@ -30,6 +30,8 @@ import { chunkOf } from "./Record.ts"
 export const SealReason = Schema.Literals(["records", "bytes", "age", "pressure", "drain", "gap"])
 
 /**
+ * `SealReason` as a type: what the `SealReason` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type SealReason = typeof SealReason.Type
@@ -58,6 +60,8 @@ export const Checksum = Schema.Struct({
 })
 
 /**
+ * `Checksum` as a type: what the `Checksum` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type Checksum = typeof Checksum.Type
@@ -75,6 +79,8 @@ export const GapRecord = Schema.Struct({
 })
 
 /**
+ * `GapRecord` as a type: what the `GapRecord` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type GapRecord = typeof GapRecord.Type
@@ -217,6 +223,8 @@ export const Manifest = Schema.Struct({
 })
 
 /**
+ * `Manifest` as a type: what the `Manifest` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type Manifest = typeof Manifest.Type

@@ -37,6 +37,8 @@ import { Effect, Schema } from "effect"
 export const Codec = Schema.Literals(["none", "gzip", "zstd"])
 
 /**
+ * `Codec` as a type: what the `Codec` schema decodes to.
+ *
  * @since 0.2.0
  */
 export type Codec = typeof Codec.Type

@@ -21,6 +21,8 @@ import { Schema } from "effect"
 export const FailureClass = Schema.Literals(["Throttled", "Transient", "Fatal"])
 
 /**
+ * `FailureClass` as a type: what the `FailureClass` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type FailureClass = typeof FailureClass.Type
@@ -33,6 +35,8 @@ export type FailureClass = typeof FailureClass.Type
 export const Stage = Schema.Literals(["object_upload", "manifest_upload", "verify", "commit"])
 
 /**
+ * `Stage` as a type: what the `Stage` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type Stage = typeof Stage.Type

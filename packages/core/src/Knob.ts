@@ -176,6 +176,10 @@ export const make = (base: KnobValues): Effect.Effect<Knobs["Service"]> =>
   })
 
 /**
+ * The {@link Knobs} service as a layer, with `base` values (see {@link make}).
+ * `Pipeline.start` builds its own from its config; this is for running
+ * policies without a pipeline (tests, replays).
+ *
  * @since 0.1.0
  */
 export const layer = (base: KnobValues): Layer.Layer<Knobs> => Layer.effect(Knobs, make(base))

@@ -108,6 +108,8 @@ export const PipelineConfig = Schema.Struct({
 )
 
 /**
+ * `PipelineConfig` as a type: what the `PipelineConfig` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type PipelineConfig = typeof PipelineConfig.Type

@@ -94,6 +94,8 @@ export const ReplicatedOptions = Schema.Struct({
 })
 
 /**
+ * `ReplicatedOptions` as a type: what the `ReplicatedOptions` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type ReplicatedOptions = typeof ReplicatedOptions.Type

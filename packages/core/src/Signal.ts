@@ -310,6 +310,10 @@ export const makeWith = (options: { readonly capacity?: number | undefined } = {
 export const make: Effect.Effect<SignalBus["Service"], never, Scope.Scope> = makeWith()
 
 /**
+ * The {@link SignalBus} service as a layer (the bus of {@link make}: a sliding
+ * queue per subscriber, snapshots coalesced). `Pipeline.start` builds its
+ * own; this is for running policies without a pipeline (tests, replays).
+ *
  * @since 0.1.0
  */
 export const layer: Layer.Layer<SignalBus> = Layer.effect(SignalBus, make)

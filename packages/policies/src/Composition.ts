@@ -139,6 +139,8 @@ export const classic = (config: DefaultsConfig = {}, options: CompositionOptions
 export const names = ["default", "classic", "fixed", "aimd", "deliveryrate", "throttle", "shared", "batch", "gradient2", "vegas"] as const
 
 /**
+ * A built-in policy name: one of {@link names}.
+ *
  * @since 0.1.0
  */
 export type PolicyName = (typeof names)[number]

@@ -123,6 +123,8 @@ export const Bound = Schema.Struct({
 })
 
 /**
+ * `Bound` as a type: what the `Bound` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type Bound = typeof Bound.Type
@@ -160,6 +162,8 @@ export const metricNames = [
 ] as const
 
 /**
+ * A summary metric name that `expect` bounds may name: one of {@link metricNames}.
+ *
  * @since 0.1.0
  */
 export type MetricName = (typeof metricNames)[number]

@@ -79,6 +79,8 @@ export const AimdConfig = Schema.Struct({
 )
 
 /**
+ * `AimdConfig` as a type: what the `AimdConfig` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type AimdConfig = typeof AimdConfig.Type

@@ -116,6 +116,8 @@ export const AdaptiveBatchConfig = Schema.Struct({
 )
 
 /**
+ * `AdaptiveBatchConfig` as a type: what the `AdaptiveBatchConfig` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type AdaptiveBatchConfig = typeof AdaptiveBatchConfig.Type

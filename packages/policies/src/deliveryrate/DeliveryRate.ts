@@ -129,6 +129,8 @@ export const DeliveryRateConfig = Schema.Struct({
 )
 
 /**
+ * `DeliveryRateConfig` as a type: what the `DeliveryRateConfig` schema decodes to.
+ *
  * @since 0.2.0
  */
 export type DeliveryRateConfig = typeof DeliveryRateConfig.Type

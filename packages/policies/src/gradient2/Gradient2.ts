@@ -69,6 +69,8 @@ export const Gradient2Config = Schema.Struct({
 )
 
 /**
+ * `Gradient2Config` as a type: what the `Gradient2Config` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type Gradient2Config = typeof Gradient2Config.Type

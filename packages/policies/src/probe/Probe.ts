@@ -73,6 +73,8 @@ export function configWith(defaults: { readonly samples?: number; readonly inter
 export const ProbeConfig = configWith({})
 
 /**
+ * `ProbeConfig` as a type: what the `ProbeConfig` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type ProbeConfig = typeof ProbeConfig.Type

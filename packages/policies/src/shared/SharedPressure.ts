@@ -44,6 +44,8 @@ export const SharedPressureConfig = Schema.Struct({
 }).check(Field.ordered("lowWater", "highWater", (c) => [c.lowWater, c.highWater]))
 
 /**
+ * `SharedPressureConfig` as a type: what the `SharedPressureConfig` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type SharedPressureConfig = typeof SharedPressureConfig.Type

@@ -88,6 +88,8 @@ export const ThrottleConfig = Schema.Struct({
 }).check(Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
 
 /**
+ * `ThrottleConfig` as a type: what the `ThrottleConfig` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type ThrottleConfig = typeof ThrottleConfig.Type

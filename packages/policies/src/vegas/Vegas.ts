@@ -65,6 +65,8 @@ export const VegasConfig = Schema.Struct({
 )
 
 /**
+ * `VegasConfig` as a type: what the `VegasConfig` schema decodes to.
+ *
  * @since 0.1.0
  */
 export type VegasConfig = typeof VegasConfig.Type
