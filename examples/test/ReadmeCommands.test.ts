@@ -13,7 +13,9 @@
  * environment `npm test` sets (`scripts/test.sh` sources `.services/*.env`);
  * without them they fail, never skip. What is still run by hand, and why:
  * `npm run recovery` (each restart waits out the broker's 30 s session timeout
- * of the killed member: over a minute even for a tiny backlog), `npm run
+ * of the killed member — the first commit came 33–36 s after the restart
+ * whatever the backlog, examples/README.md — so even a tiny one takes well
+ * over 30 s), `npm run
  * bench:e2e` and `npm run bench -w @sluice/adapter-s3` (~45–50 s in their
  * smallest form here), and the full-size runs of the others (minutes).
  */
