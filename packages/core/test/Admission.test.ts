@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Scope, Stream } from "effect"
+import { Deferred, Effect, Exit, Layer, PubSub, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { Memory, Pipeline, Record } from "../src/index.ts"
+import { Knob, Memory, Pipeline, Record, SignalBus } from "../src/index.ts"
 import type { Source } from "../src/index.ts"
 import * as Admission from "../src/stage/Admission.ts"
 import * as MemoryBudget from "../src/stage/MemoryBudget.ts"
@@ -123,5 +123,36 @@ describe("Admission", () => {
       expect(stats.recordsRead).toBeLessThanOrEqual(perBudget)
       expect(delivered).toBeLessThanOrEqual(perBudget + 2 * 1_000)
       expect(stats.maxInflightBytes).toBeLessThanOrEqual(1024 * 1024)
+    }))
+
+  it.effect("chunks admitted in one run see the batch target a policy proposed on the previous seal", () =>
+    Effect.gen(function*() {
+      // Ten chunks of 10 records in one array: admitted without an Effect per
+      // chunk, but the run stops at each seal so that the seal's signal is
+      // answered before the next chunk is appended.
+      const chunks = Array.from({ length: 10 }, (_, i) => Record.syntheticChunk("t", 0, i * 10, 10, 100))
+      const source: Source.Source = {
+        name: "t",
+        events: Stream.fromIterable(chunks),
+        commit: () => Effect.void,
+        pause: Effect.void,
+        resume: Effect.void,
+        lag: Effect.succeed(new Map())
+      }
+      // After the first seal, batches of 50 records.
+      const growOnSeal = Layer.effectDiscard(Effect.gen(function*() {
+        const bus = yield* SignalBus.SignalBus
+        const knobs = yield* Knob.Knobs
+        const signals = yield* bus.subscribe
+        yield* Effect.forkScoped(Effect.forever(
+          Effect.flatMap(PubSub.takeAll(signals), (all) =>
+            all.some((s) => s._tag === "Sealed") ? knobs.propose("grow", { batchTarget: { records: 50 } }) : Effect.void),
+          { disableYield: true }
+        ))
+      }))
+      const sink = Memory.sink()
+      yield* Pipeline.run({ source, sink, config: { batch: { records: 20 } }, policies: growOnSeal })
+      const sizes = [...sink.manifests.values()].sort((a, b) => a.firstOffset - b.firstOffset).map((m) => m.records)
+      expect(sizes).toEqual([20, 50, 30])
     }))
 })

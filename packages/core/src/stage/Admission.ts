@@ -19,6 +19,10 @@
  *   the waiting chunk is skipped if it is theirs, and the revoke is
  *   acknowledged; the first other event is kept for the reader. Nothing waits:
  *   no fiber hop per chunk when chunks fit.
+ * - chunks that fit at once (no split, gate open, room in the budget) are
+ *   admitted in synchronous runs over the array the source handed over, not
+ *   with an Effect per chunk; a run ends at each seal, so the seal is handed
+ *   on and signalled before the next chunk is appended.
  *
  * Bytes held therefore never exceed the budget by more than one chunk: the
  * budget keeps a reserve of the largest chunk (see `MemoryBudget`), which
@@ -174,6 +178,11 @@ const sealAll = (reader: Reader, reason: "pressure" | "drain") =>
 const readAll = (reader: Reader): Effect.Effect<void, SourceError> =>
   Effect.gen(function*() {
     while (true) {
+      if (reader.ahead === undefined && admissible(reader, reader.buffer[reader.at])) {
+        // The common case, without an Effect per chunk (see admitBuffered).
+        yield* admitRun(reader)
+        continue
+      }
       const event = yield* next(reader)
       if (event === undefined) return yield* sealAll(reader, "drain")
       if (event._tag === "PartitionsRevoked") yield* onRevoke(reader, event)
@@ -181,6 +190,55 @@ const readAll = (reader: Reader): Effect.Effect<void, SourceError> =>
       else yield* acceptChunk(reader, event, epochOf(reader, event.partition))
     }
   })
+
+/**
+ * The longest run of buffered chunks that go straight in is admitted here, in
+ * one synchronous step instead of an Effect per chunk: each is a chunk that
+ * needs no split, the gate is open and the budget has room for it now — what
+ * {@link acceptChunk} would do without waiting. The run ends after the first
+ * chunk that seals a batch, so the seal is handed on (and its `Sealed` signal
+ * published, which a policy may answer with a new batch target or a closed
+ * gate) before the next chunk is appended, as on the general path. Anything
+ * else (a gap, a revoke, a chunk to split or to wait for) is left for the
+ * general path. Returns the batches sealed, for the caller to hand on.
+ */
+const admitBuffered = (reader: Reader, now: number): Array<SealedBatch> => {
+  const { budget, sealer, stats, knobs } = reader.deps
+  while (reader.at < reader.buffer.length) {
+    const chunk = reader.buffer[reader.at]
+    if (!admissible(reader, chunk)) break
+    reader.at++
+    budget.charge(MemoryBudget.chargeOf(chunk))
+    stats.inflightBytes = budget.held
+    stats.maxInflightBytes = budget.maxHeld
+    stats.recordsRead += chunk.count
+    stats.bytesRead += chunk.bytes
+    const sealed = sealer.append(chunk, knobs.current().batchTarget, now)
+    stats.openBytes = sealer.openBytes
+    if (sealed.length > 0) return sealed
+  }
+  return []
+}
+
+/** One run of {@link admitBuffered}, its seals handed on; atomic like {@link admit}. */
+const admitRun = (reader: Reader): Effect.Effect<void> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const sealed = admitBuffered(reader, now)
+    return sealed.length === 0 ? Effect.void : reader.deps.sealed(sealed, now)
+  }).pipe(Effect.uninterruptible)
+
+/**
+ * Whether `event` can be admitted at once by {@link admitBuffered}: a chunk
+ * (noted as delivered: it is, and the reserve must count it before `fits`)
+ * that needs no split, with the gate open and room in the budget now.
+ */
+const admissible = (reader: Reader, event: SourceEvent | undefined): event is RecordChunk => {
+  if (event === undefined || event._tag !== "RecordChunk" || reader.deps.stats.readGate === "paused") return false
+  const charge = MemoryBudget.chargeOf(event)
+  if (charge > reader.maxPiece && event.count > 1) return false
+  reader.deps.budget.delivered(charge)
+  return reader.deps.budget.fits(charge)
+}
 
 /** The next event in order: the look-ahead's if one was started, else the next pulled. */
 const next = (reader: Reader): Effect.Effect<SourceEvent | undefined, SourceError> =>
