@@ -76,6 +76,7 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
   { command: "npx sluice-sim run examples/custom-policy/scenarios/storm-then-slower.json --policy sluice-policy-example --json" },
   { command: "npx sluice audit --help" },
   { command: "npm run soak -- --help" },
+  { command: "npm run brokers -- --help" },
   { command: "npx tsc -p examples/virtual-clock-tests/tsconfig.test.json --noEmit" }
 ]
 
@@ -110,6 +111,10 @@ const elsewhere: Record<string, string> = {
   "npm run soak -- --rate 30k --duration 5m --source kafka --sink s3": "by hand (starts its own services); the Kafka → S3 path is examples/test/KafkaToS3*.test.ts",
   "npm run recovery -- --backlogs 50000,100000,200000,400000 --json": "by hand (minutes, starts the services): figures in examples/README.md",
   "npm run chaos -- --runs 20 --json": "by hand (minutes, starts the services): figures in examples/README.md",
+  "npm run brokers": "by hand (~15 min on 2 cores, starts the 3-node cluster and the S3 server): figures in examples/README.md; its pure parts in examples/test/Brokers.test.ts",
+  "npm run brokers -- --scenario mtls-long --duration 300 --json": "by hand (minutes): the same program as `npm run brokers`; options parsed in examples/test/Brokers.test.ts",
+  "bash scripts/kafka-cluster.sh up": "scripts/brokers.sh (npm run brokers) starts the cluster with it, by hand",
+  "bash scripts/kafka-cluster.sh down": "scripts/brokers.sh (npm run brokers) stops the cluster it started with it, by hand",
   "npx vitest run examples/custom-policy/test/conformance.test.ts": "npm test (the same file)",
   "npx vitest run examples/custom-policy/test": "npm test (the same files)",
   "npm ci && npm run example:kafka-to-s3": "examples/test/KafkaToS3Prometheus.test.ts (the archiver, its endpoint and alerts against the real services)",
