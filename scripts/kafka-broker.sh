@@ -105,7 +105,7 @@ running_port() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Sends a Metadata v4 request (all topics) to 127.0.0.1:$1 and succeeds when the
-# answer carries our correlation id and lists at least one broker.
+# answer carries our correlation id and lists at least $2 brokers (default 1).
 # Request: size=21 | api_key=3 | api_version=4 | correlation_id=0x5151 |
 #          client_id="sluice" | topics=null(-1) | allow_auto_topic_creation=false
 # Response (v4, header v0): size | correlation_id | throttle_time_ms | brokers count | ...
@@ -121,7 +121,7 @@ metadata_ready() {
   [[ ${#b[@]} -eq 16 ]] || return 1
   [[ ${b[4]} -eq 0 && ${b[5]} -eq 0 && ${b[6]} -eq 81 && ${b[7]} -eq 81 ]] || return 1
   local brokers=$(( (b[12] << 24) | (b[13] << 16) | (b[14] << 8) | b[15] ))
-  (( brokers >= 1 ))
+  (( brokers >= ${2:-1} ))
 }
 
 # Same shape as `kafka.tools.StorageTool random-uuid` (a Kafka Uuid: 16 random bytes,
@@ -311,10 +311,14 @@ cmd_status() {
   return 1
 }
 
-case "${1:-}" in
-  install) cmd_install ;;
-  up) cmd_up ;;
-  down) cmd_down ;;
-  status) cmd_status ;;
-  *) echo "usage: $0 install|up|down|status" >&2; exit 2 ;;
-esac
+# Sourced (scripts/kafka-cluster.sh reuses the install, classpath and readiness
+# check): define the functions only.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  case "${1:-}" in
+    install) cmd_install ;;
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    *) echo "usage: $0 install|up|down|status" >&2; exit 2 ;;
+  esac
+fi

@@ -116,7 +116,8 @@ export const produceTopic = async (
   }
 }
 
-const endOffsets = async (admin: Admin, topic: string, partitions: number): Promise<Array<number>> => {
+/** The end offset (high watermark) of every partition of `topic` (-1: not listed). */
+export const endOffsets = async (admin: Admin, topic: string, partitions: number): Promise<Array<number>> => {
   const answer = await admin.listOffsets({
     topics: [{
       name: topic,

@@ -50,6 +50,8 @@ export interface Options {
   /** Called every `progressEvery` with the live stats (default: never). */
   readonly onProgress?: ((stats: Readonly<Pipeline.PipelineStats>) => void) | undefined
   readonly progressEvery?: Duration.Input | undefined
+  /** TLS to the brokers (see `KafkaToS3.ArchiveOptions.tls`). */
+  readonly tls?: KafkaToS3.ArchiveOptions["tls"]
   /** Called once, with why the archiver drains. */
   readonly onStop?: ((reason: StopReason) => void) | undefined
 }
@@ -97,7 +99,8 @@ export const run = (options: Options) =>
       meterProvider: options.meterProvider,
       name: options.name,
       config: options.settings.pipeline,
-      policies: options.settings.policies
+      policies: options.settings.policies,
+      tls: options.tls
     })
     // The Kafka source's name is the topic: `messaging.destination.name`.
     const identity: Metrics.Identity = { pipeline: options.name, topic: options.topic }

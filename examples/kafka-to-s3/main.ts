@@ -8,13 +8,15 @@
  * node --conditions=@sluice/source examples/kafka-to-s3/main.ts <topic> <bucket> \
  *   [--config examples/kafka-to-s3/archiver.json] [--prometheus-port 9464] [--prometheus-host 127.0.0.1] \
  *   [--name <pipeline>] [--group <consumer group>] [--until-committed N] [--max-seconds S] \
- *   [--drain-seconds 30] [--progress-seconds 5] [--linger-seconds 0] [--print-metrics]
+ *   [--drain-seconds 30] [--progress-seconds 5] [--linger-seconds 0] [--print-metrics] \
+ *   [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
  * ```
  *
  * Exit codes: 0 drained cleanly, 1 the run failed (or the drain timed out),
  * 2 bad usage or settings. The last stdout line is one JSON object:
  * `{ reason, recordsRead, recordsVerified, recordsCommitted, batchesVerified, metrics }`.
  */
+import { readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
@@ -37,6 +39,9 @@ const USAGE = `usage: node --conditions=@sluice/source examples/kafka-to-s3/main
   --progress-seconds S      a progress line on stderr every S seconds (default 5; 0 = none)
   --linger-seconds S        keep serving /metrics S seconds after the drain (default 0)
   --print-metrics           after the drain, scrape the endpoint once and print its sluice_ series (stderr)
+  --tls-ca FILE             connect to the brokers over TLS, trusting this CA (PEM)
+  --tls-cert FILE           with --tls-key: a client certificate (PEM) for mTLS
+  --tls-key FILE            its private key (PEM)
 
 environment: SLUICE_KAFKA_BROKERS, SLUICE_S3_ENDPOINT, SLUICE_S3_ACCESS_KEY, SLUICE_S3_SECRET_KEY [, SLUICE_S3_REGION]`
 
@@ -73,6 +78,9 @@ const parse = () => {
       "progress-seconds": { type: "string" },
       "linger-seconds": { type: "string" },
       "print-metrics": { type: "boolean" },
+      "tls-ca": { type: "string" },
+      "tls-cert": { type: "string" },
+      "tls-key": { type: "string" },
       help: { type: "boolean", short: "h" }
     }
   })
@@ -82,7 +90,21 @@ const parse = () => {
   const port = number("--prometheus-port", values["prometheus-port"], Prometheus.DEFAULT_PORT) ?? Prometheus.DEFAULT_PORT
   if (!Number.isInteger(port) || port > 65535) throw new Usage(`--prometheus-port: expected a port, got ${port}`)
   const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",").map((b) => b.trim())
+  const pem = (flag: string, file: string | undefined): string | undefined => {
+    if (file === undefined) return undefined
+    try {
+      return readFileSync(file, "utf8")
+    } catch (error) {
+      throw new Usage(`${flag}: cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`)
+    }
+  }
+  const [ca, cert, key] = [pem("--tls-ca", values["tls-ca"]), pem("--tls-cert", values["tls-cert"]), pem("--tls-key", values["tls-key"])]
+  if ((cert === undefined) !== (key === undefined)) throw new Usage("--tls-cert and --tls-key go together")
+  const tls = ca === undefined && cert === undefined
+    ? undefined
+    : { ...(ca === undefined ? {} : { ca }), ...(cert === undefined || key === undefined ? {} : { cert, key }) }
   return {
+    tls,
     topic,
     bucket,
     configFile: values.config ?? join(dirname(fileURLToPath(import.meta.url)), "archiver.json"),
@@ -121,6 +143,7 @@ const main = (args: NonNullable<ReturnType<typeof parse>>) =>
       name: args.name,
       settings,
       meterProvider: endpoint.meterProvider,
+      tls: args.tls,
       stop: onSignal,
       maxDuration: args.maxSeconds === undefined ? undefined : `${args.maxSeconds} seconds`,
       untilCommitted: args.untilCommitted,

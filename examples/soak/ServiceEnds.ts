@@ -11,42 +11,20 @@ import { KafkaSource } from "@sluice/adapter-kafka"
 import { S3Sink } from "@sluice/adapter-s3"
 import type { Sink, Source } from "@sluice/core"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import * as Archive from "../bench/archive.ts"
 import * as Services from "../bench/services.ts"
 import type { Options } from "./Options.ts"
+import * as ProducerChild from "./ProducerChild.ts"
 
 /** The services named by the environment (`.services/*.env`); dies naming the missing variable. */
 export const services = Effect.try({ try: () => Services.fromEnv(), catch: (e) => e }).pipe(Effect.orDie)
 
-/** Starts the producer child; its count, and its stop. */
+/** Starts the producer child (`ProducerChild`); SIGKILLed when the scope closes if it still runs. */
 const producer = (services: Services.Services, topic: string, options: Options) =>
   Effect.acquireRelease(
-    Effect.sync(() => {
-      const child = spawn(
-        process.execPath,
-        [...process.execArgv, fileURLToPath(new URL("./producer.ts", import.meta.url)), services.brokers.join(","), topic, String(options.partitions), String(options.rate), String(options.recordBytes)],
-        { stdio: ["ignore", "pipe", "inherit"] }
-      )
-      const state = { produced: 0, exited: false }
-      const exited = new Promise<void>((resolve) => child.on("exit", () => {
-        state.exited = true
-        resolve()
-      }))
-      let buffered = ""
-      child.stdout.setEncoding("utf8")
-      child.stdout.on("data", (text: string) => {
-        buffered += text
-        const lines = buffered.split("\n")
-        buffered = lines.pop() ?? ""
-        for (const line of lines) {
-          const m = /^PRODUCED (\d+)$/.exec(line)
-          if (m !== null) state.produced = Number(m[1])
-        }
-      })
-      return { child, state, exited }
-    }),
+    Effect.sync(() =>
+      ProducerChild.start({ brokers: services.brokers, topic, partitions: options.partitions, rate: options.rate, recordBytes: options.recordBytes })
+    ),
     ({ child, exited, state }) =>
       Effect.promise(async () => {
         if (!state.exited) child.kill("SIGKILL")
@@ -81,11 +59,7 @@ export const kafkaSource = (options: Options, services: Services.Services) =>
     return {
       source: source as Source.Source,
       offered: () => load.state.produced,
-      stop: Effect.promise(async () => {
-        load.child.kill("SIGTERM")
-        await load.exited
-        return load.state.produced
-      }),
+      stop: Effect.promise(load.stop),
       notes: [
         `source: Kafka topic ${topic} (${options.partitions} partitions) on ${services.brokers.join(",")}, fed by a producer child process at the rate; KafkaSource in assign mode, default config (prefetch 16 MiB), retention gaps recorded and continued past`
       ]

@@ -6,21 +6,27 @@
  * records/s here), until SIGTERM. Each second it prints `PRODUCED <n>` (records
  * acknowledged so far); on SIGTERM it finishes the send in flight, prints the
  * last count and exits. A child, so that its CPU and memory are not the
- * archiver's.
+ * archiver's. `acks` is `leader` (the default) or `all` (every in-sync replica;
+ * `npm run brokers` uses it against the 3-node cluster).
  *
- *   node --conditions=@sluice/source examples/soak/producer.ts <brokers> <topic> <partitions> <rate> <recordBytes>
+ *   node --conditions=@sluice/source examples/soak/producer.ts <brokers> <topic> <partitions> <rate> <recordBytes> [leader|all]
  */
-import { Producer } from "@platformatic/kafka"
+import { ProduceAcks, Producer } from "@platformatic/kafka"
 import { performance } from "node:perf_hooks"
 
-const [brokers = "", topic = "", partitionsText = "8", rateText = "1000", bytesText = "150"] = process.argv.slice(2)
+const [brokers = "", topic = "", partitionsText = "8", rateText = "1000", bytesText = "150", acksText = "leader"] = process.argv.slice(2)
 const partitions = Number(partitionsText)
 const rate = Number(rateText)
 const recordBytes = Number(bytesText)
 const MAX_SEND = 10_000
 const IN_FLIGHT = 4
 
-const producer = new Producer({ clientId: "sluice-soak-producer", bootstrapBrokers: brokers.split(","), retries: 3 })
+if (acksText !== "leader" && acksText !== "all") {
+  process.stderr.write(`soak producer: acks must be leader or all, got ${acksText}\n`)
+  process.exit(2)
+}
+const acks = acksText === "all" ? ProduceAcks.ALL : ProduceAcks.LEADER
+const producer = new Producer({ clientId: "sluice-soak-producer", bootstrapBrokers: brokers.split(","), retries: 3, acks })
 let stopping = false
 process.on("SIGTERM", () => {
   stopping = true

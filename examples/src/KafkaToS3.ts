@@ -17,6 +17,7 @@
  *   node examples/dist/KafkaToS3.js <topic> <bucket> [--follow]
  */
 import { KafkaSource } from "@sluice/adapter-kafka"
+import type { KafkaConfig } from "@sluice/adapter-kafka"
 import { S3Sink } from "@sluice/adapter-s3"
 import { Pipeline } from "@sluice/core"
 import { Composition } from "@sluice/policies"
@@ -48,6 +49,8 @@ export interface ArchiveOptions {
   readonly config?: Pipeline.PipelineConfigInput | undefined
   /** The config of the default policies (default: theirs). */
   readonly policies?: Composition.DefaultsConfig | undefined
+  /** TLS to the brokers (mTLS with `cert` + `key`; PEM text), as `KafkaSource` takes it (default: plaintext). */
+  readonly tls?: KafkaConfig.KafkaConfigInput["tls"] | undefined
 }
 
 /**
@@ -82,7 +85,8 @@ export const start = (options: ArchiveOptions) =>
       topic: options.topic,
       mode: options.follow === undefined ? { kind: "assign", groupId: options.groupId } : { kind: "group", groupId: options.groupId },
       until: options.follow === undefined ? "caught-up" : "forever",
-      retentionGap: "record-and-continue"
+      retentionGap: "record-and-continue",
+      ...(options.tls === undefined ? {} : { tls: options.tls })
     })
     const sink = yield* S3Sink.make({
       bucket: options.s3.bucket,

@@ -135,7 +135,8 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
     command: "npm run soak -- --rate 30k --duration 5m --source kafka --sink s3",
     smoke: `d=$(mktemp -d) && { npm run soak -- --rate 5k --duration 5 --source kafka --sink s3 --partitions 2 --json --out "$d"; s=$?; rm -rf "$d"; exit $s; }`,
     output: /"source":"kafka","sink":"s3",.*"lost":0,"committedNotVerified":0,"uncommittedAtEnd":0/
-  }
+  },
+  { command: "npm run brokers -- --help" }
 ]
 
 /** Checked elsewhere: where. */
@@ -165,6 +166,10 @@ const elsewhere: Record<string, string> = {
   "npm run soak -- --rate 200k --duration 60": "examples/test/Soak.test.ts (5 s smoke of the same command)",
   "npm run soak -- --rate 1M --duration 5m --json": "examples/test/Soak.test.ts (smoke); the 5-minute run by hand",
   "npm run recovery -- --backlogs 50000,100000,200000,400000 --json": "by hand (minutes, starts the services; no smoke: every restart waits out the killed member's 30 s session timeout): figures in examples/README.md",
+  "npm run brokers": "by hand (~15 min on 2 cores, starts the 3-node cluster and the S3 server): figures in examples/README.md; its pure parts in examples/test/Brokers.test.ts",
+  "npm run brokers -- --scenario mtls-long --duration 300 --json": "by hand (minutes): the same program as `npm run brokers`; options parsed in examples/test/Brokers.test.ts",
+  "bash scripts/kafka-cluster.sh up": "scripts/brokers.sh (npm run brokers) starts the cluster with it, by hand",
+  "bash scripts/kafka-cluster.sh down": "scripts/brokers.sh (npm run brokers) stops the cluster it started with it, by hand",
   "npx vitest run examples/custom-policy/test/conformance.test.ts": "npm test (the same file)",
   "npx vitest run examples/custom-policy/test": "npm test (the same files)",
   "npm ci && npm run example:kafka-to-s3": "the smoke of `npm run example:kafka-to-s3 -- --until-committed` above (same script, 2 000 records) and examples/test/KafkaToS3Prometheus.test.ts (the endpoint and alerts)",
