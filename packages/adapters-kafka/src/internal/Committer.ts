@@ -4,13 +4,18 @@
  * partition is owned in; it is refused (a no-op, counted as skipped) for a
  * partition no longer owned, and a commit the broker rejects for a stale
  * generation waits for the rejoin and is sent again only if the partition is
- * still owned. Without a group, commits are kept in memory only.
+ * still owned. An error the client marks retriable (a broker stalled or
+ * restarting, the coordinator moving, a timeout) is sent again after a backoff
+ * (100 ms doubling to 2 s) until a deadline — the group's `rebalanceTimeout`,
+ * or `requestTimeout` in assign mode — then fails the commit, naming the
+ * attempts: an OffsetCommit is idempotent. Without a group, commits are kept in
+ * memory only.
  *
  * @internal
  */
 import { Source } from "@sluice/core"
 import { Clock, Deferred, Effect, Exit, Option } from "effect"
-import { attempt, needsRejoin, offsetCommit } from "./client.ts"
+import { isRetriable, needsRejoin, offsetCommit } from "./client.ts"
 import type { Context } from "./Context.ts"
 import type { Membership } from "./Membership.ts"
 
@@ -29,8 +34,15 @@ const failureOf = (exit: Exit.Exit<unknown, unknown>): unknown => {
   return error !== undefined && error._tag === "Fail" ? error.error : undefined
 }
 
+/** First and longest wait between attempts of a commit the client marks retriable. */
+const RETRY_FIRST_MILLIS = 100
+const RETRY_MAX_MILLIS = 2_000
+
+/** The OffsetCommit request (the client's, replaced in tests to inject failures). */
+export type Send = typeof offsetCommit
+
 /** Builds the commit path of a source. */
-export const make = (ctx: Context, membership: Membership): Committer => {
+export const make = (ctx: Context, membership: Membership, send: Send = offsetCommit): Committer => {
   const committed = new Map<number, number>()
   const { name, topic, consumer } = ctx
 
@@ -47,13 +59,41 @@ export const make = (ctx: Context, membership: Membership): Committer => {
       ctx.stats.record({ _tag: "CommitSkipped", partition, nextOffset, at })
     })
 
+  /**
+   * After a retriable failure (attempt `attempts`): waits the next backoff and
+   * returns true, or false when it would end past the deadline.
+   */
+  const backoff = (attempts: number, deadline: number, what: string, cause: unknown) =>
+    Effect.gen(function*() {
+      const wait = Math.min(RETRY_MAX_MILLIS, RETRY_FIRST_MILLIS * 2 ** (attempts - 1))
+      if ((yield* Clock.currentTimeMillis) + wait > deadline) return false
+      yield* Effect.logDebug(`commit ${what}: attempt ${attempts} failed (${describe(cause)}); again in ${wait} ms`)
+      yield* Effect.sleep(wait)
+      return true
+    })
+
+  const failed = (what: string, attempts: number, cause: unknown) =>
+    new Source.SourceError({
+      source: name,
+      operation: "commit",
+      message: `commit ${what}: ${describe(cause)}${attempts > 1 ? ` (after ${attempts} attempts)` : ""}`,
+      cause
+    })
+
   const commitAssigned = (groupId: string | undefined, partition: number, nextOffset: number) =>
-    groupId === undefined
-      ? recorded(partition, nextOffset)
-      : attempt(name, "commit", () =>
-        offsetCommit(consumer, { groupId, generation: -1, memberId: "", topic, partition, offset: nextOffset })).pipe(
-          Effect.andThen(recorded(partition, nextOffset))
-        )
+    groupId === undefined ? recorded(partition, nextOffset) : Effect.gen(function*() {
+      const what = `${topic}/${partition}@${nextOffset}`
+      const deadline = (yield* Clock.currentTimeMillis) + ctx.config.requestTimeout
+      for (let attempts = 1;; attempts++) {
+        const exit = yield* Effect.exit(Effect.tryPromise({
+          try: () => send(consumer, { groupId, generation: -1, memberId: "", topic, partition, offset: nextOffset }),
+          catch: (cause) => cause
+        }))
+        if (Exit.isSuccess(exit)) return yield* recorded(partition, nextOffset)
+        const cause = failureOf(exit)
+        if (!isRetriable(cause) || !(yield* backoff(attempts, deadline, what, cause))) return yield* failed(what, attempts, cause)
+      }
+    })
 
   /** Waits for the next join, at most until `deadline`. */
   const awaitJoin = (wait: Deferred.Deferred<void>, deadline: number, rebalanceTimeout: number, what: string) =>
@@ -73,6 +113,7 @@ export const make = (ctx: Context, membership: Membership): Committer => {
     Effect.gen(function*() {
       const what = `${topic}/${partition}@${nextOffset}`
       const deadline = (yield* Clock.currentTimeMillis) + rebalanceTimeout
+      let attempts = 0
       while (true) {
         if (!membership.owned.has(partition)) return yield* skipped(partition, nextOffset)
         const wait = membership.joined
@@ -83,8 +124,9 @@ export const make = (ctx: Context, membership: Membership): Committer => {
           yield* awaitJoin(wait, deadline, rebalanceTimeout, what)
           continue
         }
+        attempts++
         const exit = yield* Effect.exit(Effect.tryPromise({
-          try: () => offsetCommit(consumer, { groupId, generation, memberId, topic, partition, offset: nextOffset }),
+          try: () => send(consumer, { groupId, generation, memberId, topic, partition, offset: nextOffset }),
           catch: (cause) => cause
         }))
         if (Exit.isSuccess(exit)) return yield* recorded(partition, nextOffset)
@@ -93,7 +135,8 @@ export const make = (ctx: Context, membership: Membership): Committer => {
           yield* awaitJoin(wait, deadline, rebalanceTimeout, what)
           continue
         }
-        return yield* new Source.SourceError({ source: name, operation: "commit", message: `commit ${what}: ${describe(cause)}`, cause })
+        if (isRetriable(cause) && (yield* backoff(attempts, deadline, what, cause))) continue
+        return yield* failed(what, attempts, cause)
       }
     })
 

@@ -35,6 +35,15 @@ export const needsRejoin = (error: unknown): boolean =>
   typeof error === "object" && error !== null && typeof (error as ClientError).findBy === "function" &&
   (error as ClientError).findBy?.("needsRejoin", true) != null
 
+/**
+ * An error the client marks retriable (`canRetry`: a network error, a broker
+ * or coordinator not available, a request timed out) that a rejoin does not
+ * fix: sending the same request again may succeed.
+ */
+export const isRetriable = (error: unknown): boolean =>
+  !needsRejoin(error) && typeof error === "object" && error !== null && typeof (error as ClientError).findBy === "function" &&
+  (error as ClientError).findBy?.("canRetry", true) != null
+
 /** The partial fetch response a `ResponseError` carries (other partitions' data). */
 export const fetchResponseOf = (error: unknown): FetchResponse | undefined => {
   if (typeof error !== "object" || error === null) return undefined
