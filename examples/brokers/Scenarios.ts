@@ -26,6 +26,16 @@ import * as Verdict from "./Verdict.ts"
 /** One row a second of a scenario: its phase and named figures. */
 export type Row = { readonly t: number; readonly phase: string } & Readonly<Record<string, number | string>>
 
+/** Per second of a column between the first and the last row (0 with fewer than one row). */
+const rateOf = (rs: ReadonlyArray<Row>, column: string): number => {
+  const a = rs[0]
+  const b = rs.at(-1)
+  return a === undefined || b === undefined ? 0 : Run.rate({ t: a.t, value: Number(a[column]) }, { t: b.t, value: Number(b[column]) })
+}
+
+/** Produced and archived (committed) records per second over the rows. */
+const rates = (rs: ReadonlyArray<Row>) => ({ producedPerSecond: rateOf(rs, "produced"), archivedPerSecond: rateOf(rs, "committed") })
+
 /** A scenario's outcome. */
 export interface Outcome {
   readonly name: ScenarioName
@@ -169,13 +179,6 @@ export const replicationThrottle = async (ctx: Context): Promise<Outcome> => {
     await Run.everySecond(seconds, async (t) => void await look(name, t))
     return rows.slice(first)
   }
-  const rates = (rs: ReadonlyArray<Row>) => {
-    const a = rs[0]
-    const b = rs.at(-1)
-    if (a === undefined || b === undefined) return { producedPerSecond: 0, archivedPerSecond: 0 }
-    const at = (r: Row, k: string) => ({ t: r.t, value: Number(r[k]) })
-    return { producedPerSecond: Run.rate(at(a, "produced"), at(b, "produced")), archivedPerSecond: Run.rate(at(a, "committed"), at(b, "committed")) }
-  }
   const notes: Array<string> = []
   try {
     await phase("warm-up", 5)
@@ -309,12 +312,7 @@ export const producerFlood = async (ctx: Context): Promise<Outcome> => {
       lagFirst: first === undefined ? 0 : Number(first["lag"]),
       lagLast: last === undefined ? 0 : Number(last["lag"]),
       lagSlope: lagFit.slope,
-      rates: first !== undefined && last !== undefined
-        ? {
-          producedPerSecond: Run.rate({ t: first.t, value: Number(first["produced"]) }, { t: last.t, value: Number(last["produced"]) }),
-          archivedPerSecond: Run.rate({ t: first.t, value: Number(first["committed"]) }, { t: last.t, value: Number(last["committed"]) })
-        }
-        : { producedPerSecond: 0, archivedPerSecond: 0 },
+      rates: rates(rows),
       archive
     }
     const notes = [
@@ -375,23 +373,17 @@ export const slowBesideFast = async (ctx: Context): Promise<Outcome> => {
     const slowArchive = await finishBacklog(ctx, topic, partitions, slowGroup, slowBucket, slowExit, backlogNotes)
     // Rates and the slope over the second phase (the first covers the group joins and the first seals); the lag bound over both.
     const measured = rows.filter((r) => r.t > ctx.phaseSeconds)
-    const first = measured[0]
-    const last = measured.at(-1)
     const group = (k: "fast" | "slow"): Verdict.GroupFigures => {
       const lags = rows.map((r) => Number(r[`${k}Lag`]))
       return {
-        archivedPerSecond: first !== undefined && last !== undefined
-          ? Run.rate({ t: first.t, value: Number(first[`${k}Committed`]) }, { t: last.t, value: Number(last[`${k}Committed`]) })
-          : 0,
+        archivedPerSecond: rateOf(measured, `${k}Committed`),
         lagMax: Math.max(0, ...lags),
         lagLast: lags.at(-1) ?? 0,
         lagSlope: linear(measured.map((r) => r.t), measured.map((r) => Number(r[`${k}Lag`]))).slope
       }
     }
     const figures: Verdict.SlowFastFigures = {
-      producedPerSecond: first !== undefined && last !== undefined
-        ? Run.rate({ t: first.t, value: Number(first["produced"]) }, { t: last.t, value: Number(last["produced"]) })
-        : 0,
+      producedPerSecond: rateOf(measured, "produced"),
       fast: group("fast"),
       slow: group("slow"),
       fastArchive,
@@ -506,18 +498,11 @@ export const mtlsLong = async (ctx: Context): Promise<Outcome> => {
     })
     await load.stop()
     const archive = await finish(ctx, topic, partitions, group, bucket, archiver, 120_000)
-    const first = rows[0]
-    const last = rows.at(-1)
     const figures: Verdict.MtlsFigures = {
       durationSeconds: ctx.durationSeconds,
       noCertRefused,
       noCertError,
-      rates: first !== undefined && last !== undefined
-        ? {
-          producedPerSecond: Run.rate({ t: first.t, value: Number(first["produced"]) }, { t: last.t, value: Number(last["produced"]) }),
-          archivedPerSecond: Run.rate({ t: first.t, value: Number(first["committed"]) }, { t: last.t, value: Number(last["committed"]) })
-        }
-        : { producedPerSecond: 0, archivedPerSecond: 0 },
+      rates: rates(rows),
       archive
     }
     const notes = [
