@@ -92,7 +92,10 @@ export const produceTopic = async (
     const padding = Buffer.alloc(RECORD_BYTES, "x")
     const perPartition = Array.from({ length: partitions }, (_, p) => recordsIn(records, partitions, p))
     const longest = Math.max(...perPartition)
-    const step = Math.max(1, Math.floor(48_000 / partitions))
+    // Records per partition per send: one partition's batch stays under the broker's 1 MiB
+    // message.max.bytes (6 000 × ~160 B ≈ 0.96 MB). 48 000 ÷ partitions exceeded it below 8 partitions
+    // (`--partitions 2`: Produce failed).
+    const step = 6_000
     for (let from = 0; from < longest; from += step) {
       const messages = []
       for (let p = 0; p < partitions; p++) {

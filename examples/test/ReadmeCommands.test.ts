@@ -11,13 +11,10 @@
  *
  * The smoke forms that need the real services (Kafka, S3) take them from the
  * environment `npm test` sets (`scripts/test.sh` sources `.services/*.env`);
- * without them they fail, never skip. What is still run by hand, and why:
- * `npm run recovery` (each restart waits out the broker's 30 s session timeout
- * of the killed member — the first commit came 33–36 s after the restart
- * whatever the backlog, examples/README.md — so even a tiny one takes well
- * over 30 s), `npm run
- * bench:e2e` and `npm run bench -w @sluice/adapter-s3` (~45–50 s in their
- * smallest form here), and the full-size runs of the others (minutes).
+ * without them they fail, never skip. The slowest smokes take 30–50 s here:
+ * `npm run recovery` (one restart, which waits out the killed member's 30 s
+ * session timeout), `npm run bench:e2e` and `npm run bench -w
+ * @sluice/adapter-s3`. The full-size runs stay by hand (minutes).
  */
 import { spawnSync } from "node:child_process"
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs"
@@ -136,7 +133,20 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
     smoke: `d=$(mktemp -d) && { npm run soak -- --rate 5k --duration 5 --source kafka --sink s3 --partitions 2 --json --out "$d"; s=$?; rm -rf "$d"; exit $s; }`,
     output: /"source":"kafka","sink":"s3",.*"lost":0,"committedNotVerified":0,"uncommittedAtEnd":0/
   },
-  { command: "npm run brokers -- --help" }
+  { command: "npm run brokers -- --help" },
+  // The slow ones in their smallest form (30–50 s each here, on the services npm test started).
+  {
+    command: "npm run bench:e2e -- --json",
+    smoke: "npm run bench:e2e -- --records 20000 --partitions 2 --rounds 1 --ceiling-seconds 1 --json",
+    output: /"sluiceRecordsPerSecond":\d+(\.\d+)?,"plainRecordsPerSecond":\d+(\.\d+)?,"ratio":[\d.]+,"serverCeilingBytesPerSecond":\d+/
+  },
+  { command: "npm run bench -w @sluice/adapter-s3", smoke: "SLUICE_BENCH_SECONDS=1 npm run bench -w @sluice/adapter-s3", output: /total [\d.]+ s/ },
+  {
+    // One restart: it waits out the killed member's 30 s session timeout.
+    command: "npm run recovery -- --backlogs 50000,100000,200000,400000 --json",
+    smoke: "npm run recovery -- --backlogs 1000 --json",
+    output: /"backlog":1000,"committedAtKill":\d+,"backlogAtRestart":\d+,"firstCommitSeconds":[\d.]+,"caughtUpSeconds":[\d.]+,"drainExit":0/
+  }
 ]
 
 /** Checked elsewhere: where. */
@@ -160,12 +170,10 @@ const elsewhere: Record<string, string> = {
   "bash scripts/services.sh up": "scripts/test.sh (npm test)",
   "set -a; . .services/kafka.env; . .services/s3.env; set +a": "scripts/test.sh (npm test)",
   "npm run bench:e2e": "a benchmark (minutes): run by hand, figures in examples/README.md",
-  "npm run bench:e2e -- --json": "a benchmark (minutes): run by hand",
   "npm run bench:e2e -- --records 5000000 --partitions 8 --rounds 3 --ceiling-seconds 10": "a benchmark (minutes): run by hand",
   "npm run bench:e2e -- --rounds 1 --cpu-prof /tmp/prof": "a benchmark (minutes): run by hand",
   "npm run soak -- --rate 200k --duration 60": "examples/test/Soak.test.ts (5 s smoke of the same command)",
   "npm run soak -- --rate 1M --duration 5m --json": "examples/test/Soak.test.ts (smoke); the 5-minute run by hand",
-  "npm run recovery -- --backlogs 50000,100000,200000,400000 --json": "by hand (minutes, starts the services; no smoke: every restart waits out the killed member's 30 s session timeout): figures in examples/README.md",
   "npm run brokers": "by hand (~15 min on 2 cores, starts the 3-node cluster and the S3 server): figures in examples/README.md; its pure parts in examples/test/Brokers.test.ts",
   "npm run brokers -- --scenario mtls-long --duration 300 --json": "by hand (minutes): the same program as `npm run brokers`; options parsed in examples/test/Brokers.test.ts",
   "bash scripts/kafka-cluster.sh up": "scripts/brokers.sh (npm run brokers) starts the cluster with it, by hand",
@@ -190,7 +198,6 @@ const elsewhere: Record<string, string> = {
   "npx sluice audit --bucket audit-demo --endpoint \"$SLUICE_S3_ENDPOINT\" --committed orders:0=10000,orders:1=10500": "packages/adapters-s3/test/Audit.test.ts (--committed past the archive exits 1)",
   "bash scripts/s3-server.sh down": "scripts/test.sh (services down)",
   "npx vitest run packages/adapters-s3": "npm test",
-  "npm run bench -w @sluice/adapter-s3": "a benchmark: run by hand",
   "npx vitest run packages/policies": "npm test",
   "npm run docs": "examples/test/Docs.test.ts (npm run docs -- --out <a temp dir>: TypeDoc's validation warnings are errors)"
 }
