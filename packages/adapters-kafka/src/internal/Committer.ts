@@ -14,7 +14,7 @@
  * @internal
  */
 import { Source } from "@sluice/core"
-import { Clock, Deferred, Effect, Exit, Option } from "effect"
+import { Clock, Deferred, Effect, Option } from "effect"
 import { isRetriable, needsRejoin, offsetCommit } from "./client.ts"
 import type { Context } from "./Context.ts"
 import type { Membership } from "./Membership.ts"
@@ -26,13 +26,6 @@ export interface Committer {
 }
 
 const describe = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
-
-/** The failure of the first `Fail` reason of an exit, if any. */
-const failureOf = (exit: Exit.Exit<unknown, unknown>): unknown => {
-  if (Exit.isSuccess(exit)) return undefined
-  const error = exit.cause.reasons.find((r) => r._tag === "Fail")
-  return error !== undefined && error._tag === "Fail" ? error.error : undefined
-}
 
 /** First and longest wait between attempts of a commit the client marks retriable. */
 const RETRY_FIRST_MILLIS = 100
@@ -72,6 +65,12 @@ export const make = (ctx: Context, membership: Membership, send: Send = offsetCo
       return true
     })
 
+  /** One OffsetCommit request: whether it succeeded, and what it failed with. */
+  const sendOnce = (request: Parameters<Send>[1]) =>
+    Effect.tryPromise({ try: () => send(consumer, request), catch: (cause) => cause }).pipe(
+      Effect.match({ onSuccess: () => ({ ok: true as const }), onFailure: (cause) => ({ ok: false as const, cause }) })
+    )
+
   const failed = (what: string, attempts: number, cause: unknown) =>
     new Source.SourceError({
       source: name,
@@ -85,12 +84,9 @@ export const make = (ctx: Context, membership: Membership, send: Send = offsetCo
       const what = `${topic}/${partition}@${nextOffset}`
       const deadline = (yield* Clock.currentTimeMillis) + ctx.config.requestTimeout
       for (let attempts = 1;; attempts++) {
-        const exit = yield* Effect.exit(Effect.tryPromise({
-          try: () => send(consumer, { groupId, generation: -1, memberId: "", topic, partition, offset: nextOffset }),
-          catch: (cause) => cause
-        }))
-        if (Exit.isSuccess(exit)) return yield* recorded(partition, nextOffset)
-        const cause = failureOf(exit)
+        const sent = yield* sendOnce({ groupId, generation: -1, memberId: "", topic, partition, offset: nextOffset })
+        if (sent.ok) return yield* recorded(partition, nextOffset)
+        const cause = sent.cause
         if (!isRetriable(cause) || !(yield* backoff(attempts, deadline, what, cause))) return yield* failed(what, attempts, cause)
       }
     })
@@ -125,13 +121,10 @@ export const make = (ctx: Context, membership: Membership, send: Send = offsetCo
           continue
         }
         attempts++
-        const exit = yield* Effect.exit(Effect.tryPromise({
-          try: () => send(consumer, { groupId, generation, memberId, topic, partition, offset: nextOffset }),
-          catch: (cause) => cause
-        }))
-        if (Exit.isSuccess(exit)) return yield* recorded(partition, nextOffset)
-        const cause = failureOf(exit)
-        if (cause !== undefined && needsRejoin(cause)) {
+        const sent = yield* sendOnce({ groupId, generation, memberId, topic, partition, offset: nextOffset })
+        if (sent.ok) return yield* recorded(partition, nextOffset)
+        const cause = sent.cause
+        if (needsRejoin(cause)) {
           yield* awaitJoin(wait, deadline, rebalanceTimeout, what)
           continue
         }
