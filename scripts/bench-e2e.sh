@@ -11,8 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/lib/services-for-run.sh
+. scripts/lib/run-source.sh
 services_for_run
 
-node=node_modules/.bin/node
-[[ -x $node ]] || node=node
-timeout --kill-after=30 "${SLUICE_BENCH_TIMEOUT:-3600}" "$node" --conditions=@sluice/source examples/bench/e2e.ts "$@"
+run_source "${SLUICE_BENCH_TIMEOUT:-3600}" examples/bench/e2e.ts "$@"

@@ -10,8 +10,8 @@
 # Ports: SLUICE_S3_PORT (S3), SLUICE_KAFKA_CLUSTER_BASE_PORT (cluster: BASE+1..BASE+13).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-node=node_modules/.bin/node
-[[ -x $node ]] || node=node
+. scripts/lib/run-source.sh
+node=$(repo_node)
 case " $* " in *" --help "*|*" -h "*) exec "$node" --conditions=@sluice/source examples/brokers/main.ts --help ;; esac
 # A usage error before anything starts (exit 2).
 "$node" --conditions=@sluice/source -e '
@@ -34,4 +34,4 @@ set -a
 . .services/s3.env
 . .services/kafka-cluster.env
 set +a
-timeout --kill-after=30 "${SLUICE_BROKERS_TIMEOUT:-3600}" "$node" --conditions=@sluice/source examples/brokers/main.ts "$@"
+run_source "${SLUICE_BROKERS_TIMEOUT:-3600}" examples/brokers/main.ts "$@"

@@ -8,7 +8,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 case " $* " in *" --help "*) exec node_modules/.bin/node --conditions=@sluice/source examples/soak/recovery.ts --help ;; esac
 . scripts/lib/services-for-run.sh
+. scripts/lib/run-source.sh
 services_for_run
-node=node_modules/.bin/node
-[[ -x $node ]] || node=node
-timeout --kill-after=30 "${SLUICE_RECOVERY_TIMEOUT:-1800}" "$node" --conditions=@sluice/source examples/soak/recovery.ts "$@"
+run_source "${SLUICE_RECOVERY_TIMEOUT:-1800}" examples/soak/recovery.ts "$@"

@@ -44,6 +44,5 @@ if [[ $needs_services == 1 ]]; then
   services_for_run
 fi
 
-node=node_modules/.bin/node
-[[ -x $node ]] || node=node
-timeout --kill-after=30 "$timeout_seconds" "$node" --conditions=@sluice/source examples/soak/main.ts "$@"
+. scripts/lib/run-source.sh
+run_source "$timeout_seconds" examples/soak/main.ts "$@"
