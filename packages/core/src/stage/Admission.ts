@@ -203,18 +203,11 @@ const readAll = (reader: Reader): Effect.Effect<void, SourceError> =>
  * general path. Returns the batches sealed, for the caller to hand on.
  */
 const admitBuffered = (reader: Reader, now: number): Array<SealedBatch> => {
-  const { budget, sealer, stats, knobs } = reader.deps
   while (reader.at < reader.buffer.length) {
     const chunk = reader.buffer[reader.at]
     if (!admissible(reader, chunk)) break
     reader.at++
-    budget.charge(MemoryBudget.chargeOf(chunk))
-    stats.inflightBytes = budget.held
-    stats.maxInflightBytes = budget.maxHeld
-    stats.recordsRead += chunk.count
-    stats.bytesRead += chunk.bytes
-    const sealed = sealer.append(chunk, knobs.current().batchTarget, now)
-    stats.openBytes = sealer.openBytes
+    const sealed = chargeAndAppend(reader, chunk, MemoryBudget.chargeOf(chunk), now)
     if (sealed.length > 0) return sealed
   }
   return []
@@ -339,18 +332,27 @@ const waitForRoom = (reader: Reader, charge: number, stale: () => boolean): Effe
 
 const admit = (reader: Reader, chunk: RecordChunk, charge: number) =>
   Effect.gen(function*() {
-    const { budget, sealer, stats, knobs } = reader.deps
-    budget.charge(charge)
-    reader.pending = Math.max(0, reader.pending - charge)
-    stats.inflightBytes = budget.held
-    stats.maxInflightBytes = budget.maxHeld
-    stats.recordsRead += chunk.count
-    stats.bytesRead += chunk.bytes
     const now = yield* Clock.currentTimeMillis
-    const submit = reader.deps.sealed(sealer.append(chunk, knobs.current().batchTarget, now), now)
-    stats.openBytes = sealer.openBytes
-    yield* submit
+    yield* reader.deps.sealed(chargeAndAppend(reader, chunk, charge, now), now)
   }).pipe(Effect.uninterruptible)
+
+/**
+ * Charges `chunk` to the budget, counts it in the stats and appends it to its
+ * partition's open batch (synchronous; both admission paths): the batches
+ * that sealed, for the caller to hand on.
+ */
+const chargeAndAppend = (reader: Reader, chunk: RecordChunk, charge: number, now: number): Array<SealedBatch> => {
+  const { budget, sealer, stats, knobs } = reader.deps
+  budget.charge(charge)
+  reader.pending = Math.max(0, reader.pending - charge)
+  stats.inflightBytes = budget.held
+  stats.maxInflightBytes = budget.maxHeld
+  stats.recordsRead += chunk.count
+  stats.bytesRead += chunk.bytes
+  const sealed = sealer.append(chunk, knobs.current().batchTarget, now)
+  stats.openBytes = sealer.openBytes
+  return sealed
+}
 
 const onGap = (reader: Reader, gap: RetentionGap) =>
   Effect.gen(function*() {
