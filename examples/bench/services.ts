@@ -133,17 +133,19 @@ export const endOffsets = async (admin: Admin, topic: string, partitions: number
 }
 
 /** The offsets `groupId` committed on `topic` (-1: none). */
+/** Committed offsets of `group` on `topic`, per partition (-1 when none) for `partitions` partitions. */
+export const committedOffsets = async (admin: Admin, group: string, topic: string, partitions: number): Promise<Array<number>> => {
+  const out = new Array<number>(partitions).fill(-1)
+  for (const g of await admin.listConsumerGroupOffsets({ groups: [group] })) {
+    for (const t of g.topics) if (t.name === topic) for (const p of t.partitions) out[p.partitionIndex] = Number(p.committedOffset)
+  }
+  return out
+}
+
 export const groupOffsets = async (services: Services, groupId: string, topic: string, partitions: number): Promise<Array<number>> => {
   const admin = new Admin({ clientId: "bench-e2e-admin", bootstrapBrokers: services.brokers })
   try {
-    const answer = await admin.listConsumerGroupOffsets({ groups: [groupId] })
-    const out = new Array<number>(partitions).fill(-1)
-    for (const g of answer) {
-      for (const t of g.topics) {
-        if (t.name === topic) for (const p of t.partitions) out[p.partitionIndex] = Number(p.committedOffset)
-      }
-    }
-    return out
+    return await committedOffsets(admin, groupId, topic, partitions)
   } finally {
     await admin.close().catch(() => undefined)
   }

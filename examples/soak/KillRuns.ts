@@ -5,7 +5,6 @@
  * child process to exit within a bound.
  */
 import type { ChildProcess } from "node:child_process"
-import type { Admin } from "@platformatic/kafka"
 import { s3FromEnv } from "../src/KafkaToS3.ts"
 
 /** The brokers and S3 endpoint; a missing variable exits 2 naming it and the npm script that sets it. */
@@ -23,14 +22,8 @@ export const servicesFromEnv = (tool: string) => {
   return { brokers, s3: s3FromEnv("unused", env) }
 }
 
-/** Committed offsets of `group` on `topic`, per partition (-1 when none) for `partitions` partitions. */
-export const committedOffsets = async (admin: Admin, group: string, topic: string, partitions: number): Promise<Array<number>> => {
-  const out = new Array<number>(partitions).fill(-1)
-  for (const g of await admin.listConsumerGroupOffsets({ groups: [group] })) {
-    for (const t of g.topics) if (t.name === topic) for (const p of t.partitions) out[p.partitionIndex] = Number(p.committedOffset)
-  }
-  return out
-}
+/** Committed offsets of a group, per partition (the bench's, read through the Kafka admin API). */
+export { committedOffsets } from "../bench/services.ts"
 
 /** Records committed: the committed offsets summed (a partition without one counts 0). */
 export const committedRecords = (offsets: ReadonlyArray<number>): number => offsets.reduce((s, o) => s + Math.max(0, o), 0)
