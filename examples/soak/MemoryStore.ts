@@ -39,6 +39,8 @@ export const make = (): MemoryStore => {
   const checksumOf = (body: Uint8Array) => String(crc32(body))
   return {
     name: "memory",
+    // It keeps each body's size and checksum, not the body: bodies can be recycled.
+    keepsBodies: false,
     putObject: (batch: Batch.SealedBatch) =>
       Effect.sync(() => {
         const body = Batches.encodeBody(batch)

@@ -254,6 +254,9 @@ export const fromClient = (cfg: S3Config.S3Config, client: S3Client, name?: stri
     putManifest: (manifest) => Manifest.put(request, manifest),
     verify: (receipt) => Verify.verify(request, receipt),
     readObject: (key) => Request.getBytes(request, request.storageKey(key), "verify"),
-    readManifest: (key) => Manifest.read(request, key)
+    readManifest: (key) => Manifest.read(request, key),
+    // A request has sent the body when `putObject` succeeds; a failed or interrupted
+    // one is aborted (`abortSignal`). The pipeline recycles a body only after a success.
+    keepsBodies: false
   }
 }

@@ -298,7 +298,10 @@ export const encodeBody = (batch: SealedBatch): Uint8Array => {
   if (cached !== undefined) return cached
   const framed = encode(batch)
   const setting = compressed(batch)
-  return Bodies.remember(batch, setting === undefined ? framed : Compression.compressSync(framed, setting))
+  if (setting === undefined) return Bodies.remember(batch, framed)
+  const stored = Compression.compressSync(framed, setting)
+  Bodies.give(framed) // read by the compressor only, which is done with it
+  return Bodies.remember(batch, stored)
 }
 
 /**
@@ -328,11 +331,14 @@ export const encodeBody = (batch: SealedBatch): Uint8Array => {
 export const prepareBody = (batch: SealedBatch): Effect.Effect<void> => {
   const setting = compressed(batch)
   if (setting === undefined || Bodies.get(batch) !== undefined) return Effect.void
-  return Effect.suspend(() => Compression.compress(encode(batch), setting)).pipe(
-    Effect.map((stored) => {
+  return Effect.suspend(() => {
+    const framed = encode(batch)
+    return Effect.map(Compression.compress(framed, setting), (stored) => {
+      // Only once the compressor is done with it (not if interrupted: it may still read it).
+      Bodies.give(framed)
       Bodies.remember(batch, stored)
     })
-  )
+  })
 }
 
 /**
@@ -390,9 +396,44 @@ export const releaseBody = (batch: SealedBatch): void => {
   Bodies.release(batch)
 }
 
+/**
+ * Forgets the memoized body of `batch`, like {@link releaseBody}, and lets a
+ * later {@link encodeBody} reuse its memory: bodies of 64 KiB and more are
+ * cut from pooled buffers (a bounded free list: at most 8 buffers, 128 MiB),
+ * so that encoding writes into memory already mapped instead of a fresh
+ * allocation per batch.
+ *
+ * **When to use**
+ *
+ * Only when nothing references the body any more: the pipeline's uploader
+ * calls it after a successful object upload when the sink declares
+ * `keepsBodies: false` (it keeps no reference once `putObject` has ended),
+ * and {@link releaseBody} otherwise. A body recycled while a sink still holds
+ * it is overwritten by the next batch's.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Batch } from "@sluice/core"
+ * declare const batch: Batch.SealedBatch
+ * declare const next: Batch.SealedBatch
+ *
+ * const body = Batch.encodeBody(batch)
+ * // … the store has the bytes, and nothing refers to `body` any more:
+ * Batch.recycleBody(batch)
+ * Batch.encodeBody(next) // may be written into `body`'s memory
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const recycleBody = (batch: SealedBatch): void => {
+  Bodies.recycle(batch)
+}
+
 const encode = (batch: SealedBatch): Uint8Array => {
-  const out = new Uint8Array(bodyBytes(batch))
-  const view = new DataView(out.buffer)
+  // Not zeroed when pooled: every byte is written below.
+  const out = Bodies.take(bodyBytes(batch))
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
   let at = 0
   for (const chunk of batch.chunks) {
     if (chunk.payloads !== undefined) {
@@ -402,6 +443,7 @@ const encode = (batch: SealedBatch): Uint8Array => {
         at += 4 + p.byteLength
       }
     } else {
+      out.fill(0, at, at + chunk.bytes + 4 * chunk.count) // zero payloads (a pooled buffer holds old bytes)
       const base = Math.floor(chunk.bytes / chunk.count)
       let extra = chunk.bytes - base * chunk.count
       for (let i = 0; i < chunk.count; i++) {

@@ -79,4 +79,18 @@ export interface Sink {
    * `VerificationFailed` if they differ from the receipt.
    */
   readonly verify: (receipt: PutReceipt) => Effect.Effect<VerifiedReceipt, SinkFailure | VerificationFailed>
+  /**
+   * Whether the sink may still reference a batch's body (`Batch.encodeBody`)
+   * after its `putObject` effect has ended. `false` declares that it does
+   * not — the bytes were sent or copied, and nothing `putObject` started
+   * still reads them — so the pipeline recycles the body's memory for a
+   * later batch once the object is stored (`Batch.recycleBody`: encoding
+   * then writes into memory already mapped instead of a fresh allocation).
+   * Leave it out (the default, `true`) when the sink keeps the bytes (an
+   * in-memory store) or when work it started can outlive the call (a
+   * replica still uploading after quorum): a recycled body is overwritten.
+   * A wrapper that spreads a sink (`{ ...s3, putObject }`) inherits the
+   * flag: set it back to `true` if the wrapper keeps the body.
+   */
+  readonly keepsBodies?: boolean | undefined
 }

@@ -1,7 +1,7 @@
 /**
  * bench:pipeline — records/s of the Sluice pipeline with the **default
  * policies** (`Composition.defaults()`) against a plain TypeScript loop doing
- * the same work, in the same process, rounds alternating.
+ * the same work, in the same process, rounds rotating.
  *
  * It lives in `@sluice/policies` because it needs both the core and the
  * default composition, and `@sluice/core` must not depend on the policies;
@@ -25,9 +25,13 @@
  * ```
  *
  * `--rounds` (at least 3) rounds, each running both sides, the first side
- * alternating; medians. `--only sluice|plain` runs one side (to profile it).
+ * rotating; medians. `--only sluice|plain|plain-pooled` runs one side (to
+ * profile it). A third side, the same loop recycling each stored body's memory
+ * as Sluice does with a sink that keeps no bodies (`Batch.recycleBody`), is the
+ * harder baseline: it shows how much of Sluice's lead is the body pool.
  * With `--json` the only stdout line is one JSON object:
- * `{ sluiceRecordsPerSecond, plainRecordsPerSecond, ratio, peakRssBytes, … }`
+ * `{ sluiceRecordsPerSecond, plainRecordsPerSecond, ratio, peakRssBytes,
+ * plainPooledRecordsPerSecond, ratioToPooledPlain, … }`
  * (`ratio` = sluice / plain by wall time; `peakRssBytes` = the process's peak
  * RSS, input included; `cpuRatio` and `mainThreadCpuRatio` = the same ratio
  * by CPU time, which other load on the machine disturbs less).
@@ -51,7 +55,7 @@ const json = flag("json")
 /** `--only sluice` or `--only plain`: one side alone (to profile it); no ratio. */
 const onlyAt = process.argv.indexOf("--only")
 const only = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
-if (only !== undefined && only !== "sluice" && only !== "plain") throw new Error("--only takes sluice or plain")
+if (only !== undefined && only !== "sluice" && only !== "plain" && only !== "plain-pooled") throw new Error("--only takes sluice, plain or plain-pooled")
 const totalRecords = arg("records", 2_000_000)
 const distinctRecords = arg("distinct", 250_000)
 const rounds = Math.max(3, arg("rounds", 5))
@@ -194,6 +198,8 @@ const sluiceRun = (seen: Observed): Promise<number> => {
   let knobs: Knob.Knobs["Service"] | undefined
   const sink: Sink.Sink = {
     name: "bench-memory",
+    // `put` keeps size and checksum, not the body (as a remote store): bodies are recycled.
+    keepsBodies: false,
     putObject: (batch) =>
       Effect.sync(() => {
         seen.maxConcurrencyLimit = Math.max(seen.maxConcurrencyLimit, knobs?.current().concurrency ?? 0)
@@ -236,7 +242,11 @@ interface OpenBatch {
   bytes: number
 }
 
-const plainRun = async (seen: Observed): Promise<number> => {
+const plainRun = (seen: Observed): Promise<number> => loop(seen, false)
+/** The loop recycling each stored body's memory as Sluice does (`Batch.recycleBody`): the harder baseline. */
+const pooledPlainRun = (seen: Observed): Promise<number> => loop(seen, true)
+
+const loop = async (seen: Observed, recycle: boolean): Promise<number> => {
   const store = newStore()
   const putObject = async (batch: Batch.SealedBatch) => put(store, seen, batch)
   const putManifest = async (manifest: Batch.Manifest) => void store.manifests.set(manifest.key, manifest)
@@ -278,7 +288,8 @@ const plainRun = async (seen: Observed): Promise<number> => {
 
   const upload = async (batch: Batch.SealedBatch, entry: { readonly next: number; done: boolean }) => {
     const receipt = await putObject(batch)
-    Batch.releaseBody(batch)
+    if (recycle) Batch.recycleBody(batch)
+    else Batch.releaseBody(batch)
     await putManifest(Batch.manifestOf(batch, receipt.checksum))
     await verify(receipt)
     entry.done = true
@@ -407,7 +418,7 @@ const describe = (label: string, rs: ReadonlyArray<Round>, extra: string) => {
 }
 
 if (only !== undefined) {
-  const run = only === "sluice" ? sluiceRun : plainRun
+  const run = only === "sluice" ? sluiceRun : only === "plain" ? plainRun : pooledPlainRun
   await measure(run) // warm-up
   const rs: Array<Round> = []
   for (let r = 0; r < rounds; r++) rs.push(await measure(run))
@@ -417,22 +428,26 @@ if (only !== undefined) {
 
 const sluice: Array<Round> = []
 const plain: Array<Round> = []
-await measure(sluiceRun) // warm-up
-await measure(plainRun)
+const pooledPlain: Array<Round> = []
+const sides = [
+  { run: sluiceRun, rounds: sluice },
+  { run: plainRun, rounds: plain },
+  { run: pooledPlainRun, rounds: pooledPlain }
+]
+for (const side of sides) await measure(side.run) // warm-up
 for (let r = 0; r < rounds; r++) {
-  // Alternate which side goes first, so neither always runs on the other's garbage.
-  if (r % 2 === 0) {
-    sluice.push(await measure(sluiceRun))
-    plain.push(await measure(plainRun))
-  } else {
-    plain.push(await measure(plainRun))
-    sluice.push(await measure(sluiceRun))
+  // Rotate which side goes first, so none always runs on another's garbage.
+  for (let i = 0; i < sides.length; i++) {
+    const side = sides[(r + i) % sides.length]
+    if (side !== undefined) side.rounds.push(await measure(side.run))
   }
 }
 
 const sluiceRecordsPerSecond = Math.round(rate(medianOf(sluice, (r) => r.wallMillis)))
 const plainRecordsPerSecond = Math.round(rate(medianOf(plain, (r) => r.wallMillis)))
 const ratio = Number((sluiceRecordsPerSecond / plainRecordsPerSecond).toFixed(3))
+const plainPooledRecordsPerSecond = Math.round(rate(medianOf(pooledPlain, (r) => r.wallMillis)))
+const ratioToPooledPlain = Number((sluiceRecordsPerSecond / plainPooledRecordsPerSecond).toFixed(3))
 const cpuRatio = Number((medianOf(plain, (r) => r.cpuMillis) / medianOf(sluice, (r) => r.cpuMillis)).toFixed(3))
 const mainThreadCpuRatio = Number((medianOf(plain, (r) => r.mainThreadCpuMillis) / medianOf(sluice, (r) => r.mainThreadCpuMillis)).toFixed(3))
 const peakRssBytes = process.resourceUsage().maxRSS * 1024
@@ -441,11 +456,13 @@ const maxConcurrencyLimit = Math.max(...sluice.map((r) => r.maxConcurrencyLimit)
 
 log(
   `records: ${records} × ${recordBytes} B, ${partitions} partitions, batch target ${target.records} records / ${mib(target.bytes)}, ` +
-    `CRC32, concurrency ${concurrency}, ${rounds} rounds alternating (median)`
+    `CRC32, concurrency ${concurrency}, ${rounds} rounds rotating the order (median)`
 )
-log(describe("sluice (default policies)  ", sluice, `, concurrency knob ≤ ${maxConcurrencyLimit}`))
-log(describe("plain loop                 ", plain, ""))
+log(describe("sluice (default policies)   ", sluice, `, concurrency knob ≤ ${maxConcurrencyLimit}`))
+log(describe("plain loop                  ", plain, ""))
+log(describe("plain loop, bodies recycled ", pooledPlain, ""))
 log(`ratio sluice / plain = ${ratio.toFixed(2)}  (per round: ${roundRatios.join(", ")}; by process CPU: ${cpuRatio.toFixed(2)}, by main-thread CPU: ${mainThreadCpuRatio.toFixed(2)})`)
+log(`ratio sluice / plain loop with bodies recycled = ${ratioToPooledPlain.toFixed(2)}`)
 log(`peak RSS (process, input included) = ${mib(peakRssBytes)}; RSS after building the input ${mib(inputRssBytes)}`)
 if (json) {
   const summary = (rs: ReadonlyArray<Round>) => ({
@@ -470,6 +487,8 @@ if (json) {
     cpuRatio,
     mainThreadCpuRatio,
     roundRatios,
+    plainPooledRecordsPerSecond,
+    ratioToPooledPlain,
     inputRssBytes,
     records,
     recordBytes,
@@ -478,6 +497,7 @@ if (json) {
     policies: "default",
     maxConcurrencyLimit,
     sluice: summary(sluice),
-    plain: summary(plain)
+    plain: summary(plain),
+    plainPooled: summary(pooledPlain)
   }))
 }

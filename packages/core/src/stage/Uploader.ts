@@ -452,8 +452,10 @@ const runStages = (
         span("sluice.batch.upload"),
         Effect.mapError(failed)
       )
-      // Stored: the body is not needed again (a retry resumes after this stage).
-      Batch.releaseBody(batch)
+      // Stored: the body is not needed again (a retry resumes after this stage);
+      // its memory is reused for a later batch if the sink keeps no reference.
+      if (sink.keepsBodies === false) Batch.recycleBody(batch)
+      else Batch.releaseBody(batch)
       stage = "manifest_upload"
     }
     if (receipt === undefined) return

@@ -1,0 +1,132 @@
+/**
+ * Pooled bodies (`Batch.recycleBody`, `Sink.keepsBodies`): a recycled body's
+ * memory is reused for a later batch, never while a sink may still read it.
+ * Checked from outside: the bytes a sink holds during its `putObject`, and the
+ * records decoded from what it stored against what the source produced.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import { Batch, Memory, Pipeline } from "../src/index.ts"
+import type { Sink } from "../src/index.ts"
+import * as Bodies from "../src/internal/bodies.ts"
+import { runVirtual } from "./support.ts"
+
+const PARTITIONS = 2
+/** Records per partition (`Memory.source`'s `records`). */
+const PER_PARTITION = 10_000
+const RECORDS = PARTITIONS * PER_PARTITION
+const RECORD_BYTES = 100
+/** 1 000 records of 100 B: 104 000-byte bodies, above the pool's 64 KiB floor. */
+const BATCH_RECORDS = 1_000
+
+/** Every record id (`t/<partition>/<offset>`) in the bodies, with how often it appears. */
+const idsIn = (bodies: Iterable<Uint8Array>): Map<string, number> => {
+  const decoder = new TextDecoder()
+  const ids = new Map<string, number>()
+  for (const body of bodies) {
+    for (const payload of Batch.decodeBody(body)) {
+      const id = decoder.decode(payload).replace(/\.+$/, "")
+      ids.set(id, (ids.get(id) ?? 0) + 1)
+    }
+  }
+  return ids
+}
+
+const expectEveryRecordOnce = (ids: Map<string, number>) => {
+  expect(ids.size).toBe(RECORDS)
+  for (let p = 0; p < PARTITIONS; p++) {
+    for (let o = 0; o < PER_PARTITION; o++) expect(ids.get(`t/${p}/${o}`), `t/${p}/${o}`).toBe(1)
+  }
+}
+
+describe("pooled bodies", () => {
+  it.effect("a sink that keeps no bodies gets recycled memory, never overwritten while its putObject runs", () =>
+    Effect.gen(function*() {
+      const copies = new Map<string, Uint8Array>()
+      const buffers = new Set<ArrayBufferLike>()
+      let overwritten = 0
+      let puts = 0
+      const sink: Sink.Sink = {
+        name: "copying",
+        keepsBodies: false,
+        putObject: (batch) =>
+          Effect.gen(function*() {
+            const body = Batch.encodeBody(batch)
+            const before = body.slice()
+            buffers.add(body.buffer)
+            puts++
+            // Eight uploads overlap while this one "sends": others encode meanwhile.
+            yield* Effect.sleep(40)
+            if (!Buffer.from(before).equals(Buffer.from(body))) overwritten++
+            copies.set(batch.key, before)
+            return { key: batch.key, objectBytes: body.byteLength, checksum: { algorithm: "COPY", value: batch.key } }
+          }),
+        putManifest: () => Effect.void,
+        verify: (receipt) => Effect.succeed(receipt)
+      }
+      const source = Memory.source({ name: "t", partitions: PARTITIONS, records: PER_PARTITION, recordBytes: RECORD_BYTES })
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { concurrency: 8, batch: { records: BATCH_RECORDS } } }))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(overwritten).toBe(0)
+      expectEveryRecordOnce(idsIn(copies.values()))
+      // The pool is in use: 20 bodies written into fewer buffers.
+      expect(puts).toBe(RECORDS / BATCH_RECORDS)
+      expect(buffers.size).toBeLessThan(puts)
+    }))
+
+  it.effect("a sink that keeps bodies (the default) holds bytes nothing overwrites", () =>
+    Effect.gen(function*() {
+      const memory = Memory.sink()
+      const buffers = new Set<ArrayBufferLike>()
+      const sink: Sink.Sink = {
+        ...memory,
+        putObject: (batch) => {
+          buffers.add(Batch.encodeBody(batch).buffer)
+          return memory.putObject(batch)
+        }
+      }
+      const source = Memory.source({ name: "t", partitions: PARTITIONS, records: PER_PARTITION, recordBytes: RECORD_BYTES })
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { concurrency: 8, batch: { records: BATCH_RECORDS } } }))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expectEveryRecordOnce(idsIn([...memory.objects.values()].map((o) => o.body)))
+      expect(buffers.size).toBe(RECORDS / BATCH_RECORDS)
+    }))
+
+  it("gives a buffer to one body at a time, and keeps at most 8 free buffers of at most 128 MiB", () => {
+    Bodies.drainPool()
+    const batchOf = (n: number, partition = 0) =>
+      Batch.make({ source: "p", partition, firstOffset: 0, payloads: Array.from({ length: n }, () => new Uint8Array(3_000)) })
+    // Recycled twice: the buffer goes back once, so two new bodies never share it.
+    const a = batchOf(100)
+    const bodyA = Batch.encodeBody(a)
+    Batch.recycleBody(a)
+    Batch.recycleBody(a)
+    const b = Batch.encodeBody(batchOf(100, 1))
+    const c = Batch.encodeBody(batchOf(100, 2))
+    expect(b.buffer).toBe(bodyA.buffer)
+    expect(c.buffer).not.toBe(b.buffer)
+    // Released (not recycled): never reused.
+    const d = batchOf(100, 3)
+    const bodyD = Batch.encodeBody(d)
+    Batch.releaseBody(d)
+    expect(Batch.encodeBody(batchOf(100, 4)).buffer).not.toBe(bodyD.buffer)
+    // Bounds: 20 recycled bodies (of 601 200 bytes) leave at most 8 free buffers, ≤ 128 MiB.
+    const many = Array.from({ length: 20 }, (_, i) => batchOf(200, 10 + i))
+    for (const batch of many) Batch.encodeBody(batch)
+    for (const batch of many) Batch.recycleBody(batch)
+    expect(Bodies.poolStats().buffers).toBeLessThanOrEqual(Bodies.MAX_FREE)
+    expect(Bodies.poolStats().buffers).toBeGreaterThan(0)
+    expect(Bodies.poolStats().bytes).toBeLessThanOrEqual(Bodies.MAX_FREE_BYTES)
+    // A recycled buffer holds old bytes: a size-only (simulated) batch still encodes zero payloads.
+    const sized = Batch.make({ source: "p", partition: 99, firstOffset: 0, payloads: [] })
+    const simulated: Batch.SealedBatch = {
+      ...sized,
+      records: 100,
+      bytes: 100 * 1_000,
+      chunks: [{ _tag: "RecordChunk", source: "p", partition: 99, firstOffset: 0, count: 100, bytes: 100 * 1_000 }]
+    }
+    const zeroes = Batch.decodeBody(Batch.encodeBody(simulated))
+    expect(zeroes.length).toBe(100)
+    expect(zeroes.every((p) => p.byteLength === 1_000 && p.every((byte) => byte === 0))).toBe(true)
+  })
+})
