@@ -300,7 +300,7 @@ export const encodeBody = (batch: SealedBatch): Uint8Array => {
   const setting = compressed(batch)
   if (setting === undefined) return Bodies.remember(batch, framed)
   const stored = Compression.compressSync(framed, setting)
-  Bodies.give(framed) // read by the compressor only, which is done with it
+  if (stored !== framed) Bodies.give(framed) // read by the compressor only, which is done with it
   return Bodies.remember(batch, stored)
 }
 
@@ -335,7 +335,7 @@ export const prepareBody = (batch: SealedBatch): Effect.Effect<void> => {
     const framed = encode(batch)
     return Effect.map(Compression.compress(framed, setting), (stored) => {
       // Only once the compressor is done with it (not if interrupted: it may still read it).
-      Bodies.give(framed)
+      if (stored !== framed) Bodies.give(framed)
       Bodies.remember(batch, stored)
     })
   })

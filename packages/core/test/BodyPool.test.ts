@@ -92,7 +92,7 @@ describe("pooled bodies", () => {
       expect(buffers.size).toBe(RECORDS / BATCH_RECORDS)
     }))
 
-  it("gives a buffer to one body at a time, and keeps at most 8 free buffers of at most 128 MiB", () => {
+  it("gives a buffer to one body at a time, keeps at most 8 free buffers of at most 128 MiB, and takes back a compressed batch's framed body", () => {
     Bodies.drainPool()
     const batchOf = (n: number, partition = 0) =>
       Batch.make({ source: "p", partition, firstOffset: 0, payloads: Array.from({ length: n }, () => new Uint8Array(3_000)) })
@@ -117,6 +117,17 @@ describe("pooled bodies", () => {
     expect(Bodies.poolStats().buffers).toBeLessThanOrEqual(Bodies.MAX_FREE)
     expect(Bodies.poolStats().buffers).toBeGreaterThan(0)
     expect(Bodies.poolStats().bytes).toBeLessThanOrEqual(Bodies.MAX_FREE_BYTES)
+    // A compressed batch: its framed body goes back to the pool once compressed, and the
+    // stored (compressed) body reads back as the records it was made of.
+    Bodies.drainPool()
+    const payloads = Array.from({ length: 100 }, (_, i) => new TextEncoder().encode(`z/${i}`.padEnd(3_000, ".")))
+    const zipped = Batch.make({ source: "z", partition: 0, firstOffset: 0, payloads, compression: { codec: "gzip" } })
+    const stored = Batch.encodeBody(zipped)
+    expect(Bodies.poolStats().buffers).toBe(1)
+    const manifest = Batch.manifestOf(zipped, { algorithm: "NONE", value: "" })
+    expect(Batch.decodeObject(manifest, stored).map((p) => new TextDecoder().decode(p).replace(/\.+$/, ""))).toEqual(
+      payloads.map((_, i) => `z/${i}`)
+    )
     // A recycled buffer holds old bytes: a size-only (simulated) batch still encodes zero payloads.
     const sized = Batch.make({ source: "p", partition: 99, firstOffset: 0, payloads: [] })
     const simulated: Batch.SealedBatch = {
