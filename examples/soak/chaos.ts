@@ -12,9 +12,12 @@
  *
  * Each run is killed a seeded random moment after its first commit (uniform
  * in [--min-ms, --max-ms], default 0–1000 ms), while the next batches upload,
- * verify and commit; the moments are not aimed at a stage. With `--json` the
- * last stdout line is `{ runs, kills, recordsChecked, lost, orphanedUploads, … }`.
- * Every wait is bounded.
+ * verify and commit; the moments are not aimed at a stage. A run that reads
+ * the whole topic before its kill moment exits on its own (`finishedEarly`);
+ * if no kill landed at all, nothing was tested and the command exits 1 (use
+ * more records, or a smaller `--max-ms`). With `--json` the last stdout line
+ * is `{ runs, kills, recordsChecked, lost, orphanedUploads, … }`. Every wait
+ * is bounded.
  */
 import { spawn, spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
@@ -191,5 +194,8 @@ try {
   await admin.close().catch(() => undefined)
 }
 if (options.json) console.log(JSON.stringify(result))
-process.exitCode = result["auditOk"] === true && result["committedAtEnd"] === true && result["lost"] === 0 && result["orphanedUploads"] === 0 ? 0 : 1
+if (kills === 0) log("no kill landed: every killed run finished before its kill moment, so nothing was tested (a failed run); use more --records or a smaller --max-ms")
+process.exitCode = kills > 0 && result["auditOk"] === true && result["committedAtEnd"] === true && result["lost"] === 0 && result["orphanedUploads"] === 0
+  ? 0
+  : 1
 await sleep(0)
