@@ -132,7 +132,6 @@ export const endOffsets = async (admin: Admin, topic: string, partitions: number
   return out
 }
 
-/** The offsets `groupId` committed on `topic` (-1: none). */
 /** Committed offsets of `group` on `topic`, per partition (-1 when none) for `partitions` partitions. */
 export const committedOffsets = async (admin: Admin, group: string, topic: string, partitions: number): Promise<Array<number>> => {
   const out = new Array<number>(partitions).fill(-1)
@@ -142,6 +141,7 @@ export const committedOffsets = async (admin: Admin, group: string, topic: strin
   return out
 }
 
+/** The offsets `groupId` committed on `topic` (-1: none), through an admin client of its own. */
 export const groupOffsets = async (services: Services, groupId: string, topic: string, partitions: number): Promise<Array<number>> => {
   const admin = new Admin({ clientId: "bench-e2e-admin", bootstrapBrokers: services.brokers })
   try {

@@ -25,24 +25,23 @@ interface ClientError {
   readonly response?: unknown
 }
 
-/** The protocol error id (`"OFFSET_OUT_OF_RANGE"`, …) when the error carries `id`. */
-export const hasApiError = (error: unknown, id: string): boolean =>
+/** Whether the client's error (or one nested in it) has `property` equal to `value`. */
+const carries = (error: unknown, property: string, value: unknown): boolean =>
   typeof error === "object" && error !== null && typeof (error as ClientError).findBy === "function" &&
-  (error as ClientError).findBy?.("apiId", id) != null
+  (error as ClientError).findBy?.(property, value) != null
+
+/** The protocol error id (`"OFFSET_OUT_OF_RANGE"`, …) when the error carries `id`. */
+export const hasApiError = (error: unknown, id: string): boolean => carries(error, "apiId", id)
 
 /** A group error that a rejoin fixes (stale generation, rebalance in progress, unknown member). */
-export const needsRejoin = (error: unknown): boolean =>
-  typeof error === "object" && error !== null && typeof (error as ClientError).findBy === "function" &&
-  (error as ClientError).findBy?.("needsRejoin", true) != null
+export const needsRejoin = (error: unknown): boolean => carries(error, "needsRejoin", true)
 
 /**
  * An error the client marks retriable (`canRetry`: a network error, a broker
  * or coordinator not available, a request timed out) that a rejoin does not
  * fix: sending the same request again may succeed.
  */
-export const isRetriable = (error: unknown): boolean =>
-  !needsRejoin(error) && typeof error === "object" && error !== null && typeof (error as ClientError).findBy === "function" &&
-  (error as ClientError).findBy?.("canRetry", true) != null
+export const isRetriable = (error: unknown): boolean => !needsRejoin(error) && carries(error, "canRetry", true)
 
 /** The partial fetch response a `ResponseError` carries (other partitions' data). */
 export const fetchResponseOf = (error: unknown): FetchResponse | undefined => {
