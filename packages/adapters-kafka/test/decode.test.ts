@@ -2,10 +2,12 @@
  * Fetch answers to chunks: records before the fetch offset dropped, control
  * batches skipped, holes listed; payloads as raw values or as record envelopes.
  */
-import type { RecordsBatch } from "@platformatic/kafka"
+import { createRecordsBatch, Reader, readRecordsBatches } from "@platformatic/kafka"
+import type { MessageRecord, RecordsBatch } from "@platformatic/kafka"
 import { describe, expect, it } from "vitest"
 import { decodePartition } from "../src/internal/decode.ts"
 import * as RecordEnvelope from "../src/RecordEnvelope.ts"
+import { batchBytes, recordBytes, wire } from "./wire.ts"
 
 const batch = (firstOffset: number, deltas: ReadonlyArray<number>, lastOffsetDelta: number, attributes = 0): RecordsBatch => ({
   firstOffset: BigInt(firstOffset),
@@ -33,22 +35,22 @@ const batch = (firstOffset: number, deltas: ReadonlyArray<number>, lastOffsetDel
 
 describe("decodePartition", () => {
   it("makes one chunk of the records at or after the fetch offset", () => {
-    const { chunk, next } = decodePartition("s", 3, 12, [batch(10, [0, 1, 2, 3, 4], 4), batch(15, [0, 1], 1)], 7, "value")
+    const { chunk, next } = decodePartition("s", 3, 12, wire([batch(10, [0, 1, 2, 3, 4], 4), batch(15, [0, 1], 1)]), 7, "value")
     expect(next).toBe(17)
     expect(chunk).toMatchObject({ source: "s", partition: 3, firstOffset: 12, count: 5, bytes: 15, offsets: undefined, producedAt: 7 })
     expect(chunk?.payloads?.map((p) => Buffer.from(p).toString())).toEqual(["r12", "r13", "r14", "r15", "r16"])
   })
 
   it("skips control batches but moves past them, and lists offsets around holes", () => {
-    const { chunk, next } = decodePartition("s", 0, 0, [batch(0, [0, 1], 1), batch(2, [0], 0, 0x20), batch(3, [0, 2], 2)], 0, "value")
+    const { chunk, next } = decodePartition("s", 0, 0, wire([batch(0, [0, 1], 1), batch(2, [0], 0, 0x20), batch(3, [0, 2], 2)]), 0, "value")
     expect(next).toBe(6)
     expect(chunk?.offsets).toEqual([0, 1, 3, 5])
     expect(chunk?.count).toBe(4)
   })
 
   it("advances over a control-only answer without a chunk", () => {
-    expect(decodePartition("s", 0, 5, [batch(5, [0], 0, 0x20)], 0, "value")).toEqual({ chunk: undefined, next: 6 })
-    expect(decodePartition("s", 0, 5, [batch(5, [0], 0, 0x20)], 0, "envelope")).toEqual({ chunk: undefined, next: 6 })
+    expect(decodePartition("s", 0, 5, wire([batch(5, [0], 0, 0x20)]), 0, "value")).toEqual({ chunk: undefined, next: 6 })
+    expect(decodePartition("s", 0, 5, wire([batch(5, [0], 0, 0x20)]), 0, "envelope")).toEqual({ chunk: undefined, next: 6 })
   })
 
   it("value format: payloads are views into the response, a null value is empty", () => {
@@ -57,10 +59,41 @@ describe("decodePartition", () => {
     const second = b.records[1]
     if (first === undefined || second === undefined) throw new Error("no records")
     second.value = null
-    const { chunk } = decodePartition("s", 0, 0, [b], 0, "value")
-    expect(chunk?.payloads?.[0]).toBe(first.value)
+    const response = wire([b])
+    const { chunk } = decodePartition("s", 0, 0, response, 0, "value")
+    const payload = chunk?.payloads?.[0]
+    expect(payload?.buffer).toBe(response.buffer)
+    expect(Buffer.from(payload ?? []).toString()).toBe("r0")
     expect(chunk?.payloads?.[1]?.byteLength).toBe(0)
     expect(chunk?.bytes).toBe(2)
+  })
+
+  it("leaves out a partial batch at the end of the response (the broker cuts at its size limit)", () => {
+    const whole = wire([batch(0, [0, 1], 1), batch(2, [0, 1, 2], 2)])
+    for (const cut of [whole.byteLength - 1, whole.byteLength - 30, batchBytes(batch(0, [0, 1], 1)).byteLength + 5]) {
+      const { chunk, next } = decodePartition("s", 0, 0, whole.subarray(0, cut), 0, "value")
+      expect(next).toBe(2)
+      expect(chunk?.count).toBe(2)
+    }
+    expect(decodePartition("s", 0, 0, whole.subarray(0, 11), 0, "value")).toEqual({ chunk: undefined, next: 0 })
+  })
+
+  it("fails on malformed batches instead of guessing: magic, record count, a record past its batch", () => {
+    const b = batch(0, [0, 1], 1)
+    expect(() => decodePartition("s", 0, 0, batchBytes(b, { magic: 1 }), 0, "value")).toThrow(/magic 1/)
+    expect(() => decodePartition("s", 0, 0, batchBytes(b, { count: 3 }), 0, "value")).toThrow(/2 records, its header says 3/)
+    const records = recordBytes(b)
+    // The first record's length varint (zig-zag 2n) claims 60 bytes more than there are.
+    const long = Buffer.from(records)
+    long[0] = (long[0] ?? 0) + 120
+    expect(() => decodePartition("s", 0, 0, batchBytes(b, { records: long }), 0, "envelope")).toThrow(/malformed record/)
+    expect(() => decodePartition("s", 0, 0, batchBytes(b, { records: records.subarray(0, records.byteLength - 1) }), 0, "value"))
+      .toThrow(/malformed record/)
+    // A record whose length covers a byte its fields do not use.
+    const one = batch(0, [0], 0)
+    const padded = Buffer.concat([recordBytes(one), Buffer.from([0])])
+    padded[0] = (padded[0] ?? 0) + 2
+    expect(() => decodePartition("s", 0, 0, batchBytes(one, { records: padded }), 0, "value")).toThrow(/holds/)
   })
 })
 
@@ -85,7 +118,7 @@ describe("decodePartition with recordFormat \"envelope\"", () => {
   })
 
   it("wraps each record in an envelope: timestamp, key, headers, value (nulls kept)", () => {
-    const { chunk, next } = decodePartition("s", 1, 11, [keyed(10, 4), keyed(14, 2)], 3, "envelope")
+    const { chunk, next } = decodePartition("s", 1, 11, wire([keyed(10, 4), keyed(14, 2)]), 3, "envelope")
     expect(next).toBe(16)
     expect(chunk).toMatchObject({ source: "s", partition: 1, firstOffset: 11, count: 5, offsets: undefined, producedAt: 3 })
     const records = (chunk?.payloads ?? []).map(RecordEnvelope.decode)
@@ -104,7 +137,7 @@ describe("decodePartition with recordFormat \"envelope\"", () => {
   })
 
   it("writes all envelopes of a chunk into one buffer, one view per record", () => {
-    const { chunk } = decodePartition("s", 0, 0, [keyed(0, 3), keyed(3, 3)], 0, "envelope")
+    const { chunk } = decodePartition("s", 0, 0, wire([keyed(0, 3), keyed(3, 3)]), 0, "envelope")
     const payloads = chunk?.payloads ?? []
     expect(payloads.length).toBe(6)
     const buffer = payloads[0]?.buffer
@@ -113,14 +146,87 @@ describe("decodePartition with recordFormat \"envelope\"", () => {
   })
 
   it("uses the batch's max timestamp for every record of a LogAppendTime batch", () => {
-    const { chunk } = decodePartition("s", 0, 0, [keyed(0, 3, 0x08)], 0, "envelope")
+    const { chunk } = decodePartition("s", 0, 0, wire([keyed(0, 3, 0x08)]), 0, "envelope")
     expect((chunk?.payloads ?? []).map((p) => RecordEnvelope.decode(p).timestamp)).toEqual([1_700_000_009_999, 1_700_000_009_999, 1_700_000_009_999])
   })
 
   it("skips control batches and records before the fetch offset, and lists offsets around holes", () => {
-    const { chunk, next } = decodePartition("s", 0, 1, [batch(0, [0, 1], 1), batch(2, [0], 0, 0x20), batch(3, [0, 2], 2)], 0, "envelope")
+    const { chunk, next } = decodePartition("s", 0, 1, wire([batch(0, [0, 1], 1), batch(2, [0], 0, 0x20), batch(3, [0, 2], 2)]), 0, "envelope")
     expect(next).toBe(6)
     expect(chunk?.offsets).toEqual([1, 3, 5])
     expect((chunk?.payloads ?? []).map((p) => str(RecordEnvelope.decode(p).value))).toEqual(["r1", "r3", "r5"])
+  })
+})
+
+describe("decodePartition against the client's own batch writer and reader", () => {
+  const messages = Array.from({ length: 50 }, (_, i): MessageRecord => ({
+    topic: "t",
+    ...(i % 3 === 0 ? {} : { key: Buffer.from(`key-${i}`) }),
+    value: Buffer.alloc(i * 7, i),
+    ...(i % 4 === 0 ? { headers: new Map([[Buffer.from("h1"), Buffer.from(`v${i}`)], [Buffer.from(""), Buffer.alloc(0)]]) } : {}),
+    timestamp: 1_700_000_000_000n + BigInt(i * i)
+  }))
+
+  for (const compression of ["none", "gzip", "zstd"] as const) {
+    it(`reads what createRecordsBatch writes, compression ${compression}, as the client's readRecordsBatches does`, () => {
+      const first = createRecordsBatch(messages.slice(0, 20), { compression }).buffer
+      const second = createRecordsBatch(messages.slice(20), { compression }).buffer
+      // The writer numbers both batches from offset 0: put the second at offset 20.
+      second.writeBigInt64BE(20n, 0)
+      const response = Buffer.concat([first, second])
+      const expected = readRecordsBatches(Reader.from(response)).flatMap((b) =>
+        b.records.map((r) => ({
+          timestamp: Number(b.firstTimestamp + r.timestampDelta),
+          key: r.key === null ? null : [...r.key],
+          headers: r.headers.map(([k, v]) => [k === null ? [] : [...k], v === null ? null : [...v]]),
+          value: r.value === null ? null : [...r.value]
+        }))
+      )
+      expect(expected.length).toBe(50)
+      const { chunk, next } = decodePartition("s", 0, 5, response, 0, "envelope")
+      expect(next).toBe(50)
+      expect(chunk?.firstOffset).toBe(5)
+      const got = (chunk?.payloads ?? []).map((p) => {
+        const e = RecordEnvelope.decode(p)
+        return {
+          timestamp: e.timestamp,
+          key: e.key === null ? null : [...e.key],
+          headers: e.headers.map(([k, v]) => [[...k], v === null ? null : [...v]]),
+          value: e.value === null ? null : [...e.value]
+        }
+      })
+      expect(got).toEqual(expected.slice(5))
+      const values = decodePartition("s", 0, 0, response, 0, "value").chunk?.payloads ?? []
+      expect(values.map((v) => [...v])).toEqual(expected.map((r) => r.value ?? []))
+    })
+  }
+})
+
+describe("decodePartition with aborted transactions (read_committed)", () => {
+  const producer = (b: RecordsBatch, producerId: bigint, attributes: number): RecordsBatch => ({ ...b, producerId, attributes })
+  /** A control batch: one marker record, key int16 version 0, int16 type (0 abort, 1 commit). */
+  const marker = (offset: number, producerId: bigint, type: number): RecordsBatch => {
+    const b = batch(offset, [0], 0, 0x30)
+    const key = Buffer.alloc(4)
+    key.writeInt16BE(type, 2)
+    return { ...b, producerId, records: b.records.map((r) => ({ ...r, key, value: Buffer.alloc(6) })) }
+  }
+
+  it("drops the batches of an aborted transaction up to its abort marker, keeps the rest and moves past all", () => {
+    const response = wire([
+      producer(batch(0, [0, 1], 1), 7n, 0x10), // aborted (producer 7 from offset 0)
+      producer(batch(2, [0], 0), 8n, 0x10), // producer 8: committed
+      marker(3, 7n, 0), // abort marker of 7
+      marker(4, 8n, 1), // commit marker of 8
+      producer(batch(5, [0, 1], 1), 7n, 0x10), // 7's next transaction: not aborted
+      producer(batch(7, [0], 0), 9n, 0) // not transactional
+    ])
+    const aborted = [{ producerId: 7n, firstOffset: 0n }]
+    const { chunk, next } = decodePartition("s", 0, 0, response, 0, "value", aborted)
+    expect(next).toBe(8)
+    expect(chunk?.offsets).toEqual([2, 5, 6, 7])
+    expect((chunk?.payloads ?? []).map((p) => Buffer.from(p).toString())).toEqual(["r2", "r5", "r6", "r7"])
+    // Without the aborted list (read_uncommitted) every data record is kept.
+    expect(decodePartition("s", 0, 0, response, 0, "value").chunk?.count).toBe(6)
   })
 })

@@ -8,8 +8,9 @@
  * @internal
  */
 import { Record, Source } from "@sluice/core"
+import { FetchIsolationLevels } from "@platformatic/kafka"
 import { Clock, Effect } from "effect"
-import { attempt, fetchResponseOf } from "./client.ts"
+import { attempt, fetchRecords, fetchResponseOf } from "./client.ts"
 import type { FetchResponse, KafkaConsumer } from "./client.ts"
 import type { Context, PartitionState } from "./Context.ts"
 import { decodePartition } from "./decode.ts"
@@ -56,12 +57,15 @@ const fetchFrom = (
 ) =>
   Effect.tryPromise({
     try: () =>
-      ctx.consumer.fetch({
+      fetchRecords(ctx.consumer, ctx.fetchPool, {
+        topic: ctx.topic,
         node,
-        connectionPool: ctx.fetchPool,
-        maxWaitTime: ctx.config.fetch.maxWait,
+        maxWait: ctx.config.fetch.maxWait,
         minBytes: ctx.config.fetch.minBytes,
         maxBytes: sizes.maxBytes,
+        isolationLevel: ctx.config.isolation === "read_committed"
+          ? FetchIsolationLevels.READ_COMMITTED
+          : FetchIsolationLevels.READ_UNCOMMITTED,
         topics: [{
           topicId,
           partitions: states.map((s) => ({
@@ -108,7 +112,17 @@ const absorb = (ctx: Context, response: FetchResponse, requested: ReadonlyMap<nu
         }
         if (pr.errorCode === 0) {
           if (pr.records === undefined) continue
-          const decoded = decodePartition(ctx.name, s.partition, s.next, pr.records, now, ctx.config.recordFormat)
+          const records = pr.records
+          const decoded = yield* Effect.try({
+            try: () => decodePartition(ctx.name, s.partition, s.next, records, now, ctx.config.recordFormat, pr.abortedTransactions),
+            catch: (cause) =>
+              new Source.SourceError({
+                source: ctx.name,
+                operation: "fetch",
+                message: `fetch ${ctx.topic}/${s.partition} at offset ${s.next}: ${cause instanceof Error ? cause.message : String(cause)}`,
+                cause
+              })
+          })
           s.next = decoded.next
           if (decoded.chunk !== undefined) {
             chunks.push(decoded.chunk)

@@ -8,14 +8,23 @@ import { Source } from "@sluice/core"
 import {
   ConnectionPool,
   Consumer,
+  createAPI,
   FetchIsolationLevels,
+  fetchV13,
+  fetchV14,
+  fetchV15,
+  fetchV16,
+  fetchV17,
   kGetApi,
   kGetConnection,
-  ListOffsetTimestamps
+  kPerformWithRetry,
+  ListOffsetTimestamps,
+  ResponseError
 } from "@platformatic/kafka"
-import type { ConnectionOptions, ConsumerOptions, fetchV17, offsetCommitV9 } from "@platformatic/kafka"
+import type { API, ConnectionOptions, ConsumerOptions, offsetCommitV9, Reader } from "@platformatic/kafka"
 import { Effect } from "effect"
 import type { KafkaConfig } from "../KafkaConfig.ts"
+import type { AbortedTransaction } from "./RecordBatch.ts"
 
 export type KafkaConsumer = Consumer<Buffer, Buffer, Buffer, Buffer>
 
@@ -209,4 +218,117 @@ export const offsetCommit = (
     )
   })()
 
-export type FetchResponse = fetchV17.FetchResponse
+/** One partition of a fetch response, its records left as bytes (`RecordBatch.ts` reads them). */
+export interface FetchPartition {
+  readonly partitionIndex: number
+  readonly errorCode: number
+  readonly highWatermark: bigint
+  readonly abortedTransactions: ReadonlyArray<AbortedTransaction>
+  /** The record batches as the broker sent them (a view into the response); absent when empty. */
+  readonly records: Uint8Array | undefined
+}
+
+/** A fetch response (Fetch v13–v17: topics by id), records as bytes. */
+export interface FetchResponse {
+  readonly responses: ReadonlyArray<{ readonly topicId: string; readonly partitions: ReadonlyArray<FetchPartition> }>
+}
+
+/**
+ * The client's Fetch response parser (`fetch-v17.js`, the same for v13–v17)
+ * with one change: a partition's records stay bytes instead of a record object
+ * per record. Errors are thrown as the client's `ResponseError`, carrying the
+ * response (see {@link fetchResponseOf}).
+ */
+const parseFetchResponse = (_correlationId: number, apiKey: number, apiVersion: number, reader: Reader): FetchResponse => {
+  const errors: Array<[string, [number, null]]> = []
+  reader.readInt32() // throttle time
+  const errorCode = reader.readInt16()
+  if (errorCode !== 0) errors.push(["", [errorCode, null]])
+  reader.readInt32() // session id
+  const responses = reader.readArray((r, i) => ({
+    topicId: r.readUUID(),
+    partitions: r.readArray((r, j): FetchPartition => {
+      const partitionIndex = r.readInt32()
+      const partitionError = r.readInt16()
+      const highWatermark = r.readInt64()
+      r.readInt64() // last stable offset
+      r.readInt64() // log start offset
+      const abortedTransactions = r.readArray((r) => ({ producerId: r.readInt64(), firstOffset: r.readInt64() }))
+      r.readInt32() // preferred read replica
+      if (partitionError !== 0) errors.push([`/responses/${i}/partitions/${j}`, [partitionError, null]])
+      // COMPACT_RECORDS: the size is sent plus one.
+      const size = r.readUnsignedVarInt() - 1
+      let records: Uint8Array | undefined
+      if (size > 0) {
+        records = r.buffer.slice(r.position, r.position + size)
+        r.skip(size)
+      }
+      return { partitionIndex, errorCode: partitionError, highWatermark, abortedTransactions, records }
+    })
+  }))
+  const response: FetchResponse = { responses }
+  if (errors.length > 0) throw new ResponseError(apiKey, apiVersion, Object.fromEntries(errors), response)
+  return response
+}
+
+type FetchArgs = Parameters<typeof fetchV17.createRequest>
+
+/** Our Fetch API per version the client speaks with topic ids. */
+const fetchApis: ReadonlyMap<number, API<FetchArgs, FetchResponse>> = new Map(
+  [fetchV13, fetchV14, fetchV15, fetchV16, fetchV17].map((v) => [
+    v.api.version,
+    createAPI<FetchArgs, FetchResponse>(v.api.key, v.api.version, v.createRequest, parseFetchResponse)
+  ])
+)
+
+/** What one fetch asks a broker for. */
+export interface FetchRequest {
+  readonly topic: string
+  /** The leader to ask. */
+  readonly node: number
+  readonly maxWait: number
+  readonly minBytes: number
+  readonly maxBytes: number
+  readonly isolationLevel: number
+  readonly topics: FetchArgs[6]
+}
+
+/**
+ * One Fetch request on `pool` (the fetch connections), as the client's own
+ * `fetch` sends it (the Fetch version the broker and the client share, the
+ * client's retries on retriable errors), answered by {@link parseFetchResponse}.
+ */
+export const fetchRecords = (consumer: KafkaConsumer, pool: ConnectionPool, request: FetchRequest): Promise<FetchResponse> =>
+  new Promise<FetchResponse>((resolve, reject) => {
+    consumer[kPerformWithRetry]<FetchResponse>("fetch", (done) => {
+      consumer.metadata({ topics: [request.topic] }, (error, metadata) => {
+        if (error !== null || metadata === undefined) return done(error ?? new Error("no metadata"))
+        const broker = metadata.brokers.get(request.node)
+        if (broker === undefined) return done(new Error(`broker ${request.node} is not in the cluster metadata`))
+        pool.get(broker, (error, connection) => {
+          if (error !== null || connection === undefined) return done(error ?? new Error(`no connection to broker ${request.node}`))
+          consumer[kGetApi]<FetchArgs, unknown>("Fetch", (error, clientApi) => {
+            if (error !== null || clientApi === undefined) return done(error ?? new Error("no Fetch API"))
+            const api = fetchApis.get(clientApi.version)
+            if (api === undefined) return done(new Error(`Fetch v${clientApi.version} is not supported (v13–v17 are)`))
+            api(
+              connection,
+              request.maxWait,
+              request.minBytes,
+              request.maxBytes,
+              request.isolationLevel,
+              0,
+              0,
+              request.topics,
+              [],
+              "",
+              done
+            )
+          })
+        })
+      })
+    }, (error, response) => {
+      if (error !== null || response === undefined) reject(error)
+      else resolve(response)
+    }, 0)
+  })
