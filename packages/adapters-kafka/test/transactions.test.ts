@@ -29,7 +29,7 @@ const readAll = (topic: string, isolation: "read_committed" | "read_uncommitted"
     yield* Stream.runForEach(source.events, (event) =>
       Effect.sync(() => {
         if (event._tag !== "RecordChunk") return
-        event.payloads.forEach((p, i) => out.push([event.offsets?.[i] ?? event.firstOffset + i, text.decode(p)]))
+        event.payloads?.forEach((p, i) => out.push([event.offsets?.[i] ?? event.firstOffset + i, text.decode(p)]))
       }))
     return out
   })))
