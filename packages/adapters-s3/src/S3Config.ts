@@ -63,6 +63,7 @@ export const Credentials = Schema.Struct({
  * | `forcePathStyle` | `false` | `http://host/bucket/key` addressing (needed by most local servers) |
  * | `credentials` | SDK chain | static `{ accessKeyId, secretAccessKey, sessionToken? }` |
  * | `checksumAlgorithm` | `CRC32` | additional checksum sent with every upload and compared on verify |
+ * | `signPayload` | `false` | `true`: SigV4 signs each body's SHA-256; `false`: bodies go up as `UNSIGNED-PAYLOAD` (headers still signed; the additional checksum, which S3 checks on receipt, covers the bytes) |
  * | `multipartThreshold` | 16 MiB | objects of at least this size use multipart upload |
  * | `partSize` | 8 MiB | multipart part size (5 MiB .. 5 GiB) |
  * | `partConcurrency` | 4 | parts of one object uploaded at once |
@@ -94,6 +95,7 @@ export const S3Config = Schema.Struct({
   forcePathStyle: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
   credentials: Schema.optionalKey(Credentials),
   checksumAlgorithm: ChecksumAlgorithm.pipe(Schema.withDecodingDefaultKey(Effect.succeed<ChecksumAlgorithm>("CRC32"))),
+  signPayload: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
   multipartThreshold: Config.Bytes.check(Schema.isGreaterThanOrEqualTo(1)).pipe(
     Schema.withDecodingDefaultKey(Effect.succeed<number | string>("16 MiB"))
   ),

@@ -147,20 +147,48 @@ describe("S3Sink against the real server", () => {
     expect(await Env.listKeys(bucket)).toEqual([batch.key, ObjectKey.manifestKey(batch.key)].sort())
   })
 
-  it("a body corrupted in flight is refused (Fatal, nothing stored)", async () => {
+  it.each([false, true])("a body corrupted in flight is refused (Fatal, nothing stored), signPayload %s", async (signPayload) => {
     const bucket = await Env.newBucket("baddigest")
     const proxy = await FaultProxy.start(Env.env().endpoint, [{ method: "PUT", fault: FaultProxy.corrupt }])
     try {
       const error = await run(Effect.gen(function*() {
-        const sink = yield* S3Sink.make(Env.sinkConfig(bucket, {}, proxy.endpoint))
+        const sink = yield* S3Sink.make(Env.sinkConfig(bucket, { signPayload }, proxy.endpoint))
         return yield* Effect.flip(sink.putObject(batchOf({ count: 100, recordBytes: 100 })))
       }))
-      // Over plain http the SDK also signs the payload hash, so the server may
-      // notice the signed SHA-256 before the additional checksum: either way a
-      // digest refusal, Fatal, and nothing stored.
+      // Unsigned, the additional checksum alone catches it; signed, the server
+      // may notice the signed SHA-256 first: either way a digest refusal,
+      // Fatal, and nothing stored.
       expect(error).toMatchObject({ failureClass: "Fatal", status: 400 })
       expect(S3Errors.DIGEST_CODES.has(error.code)).toBe(true)
+      if (!signPayload) expect(error.code).toBe("BadDigest")
       expect(await Env.listKeys(bucket)).toEqual([])
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it("bodies go up as UNSIGNED-PAYLOAD unless signPayload is set (single puts and parts); other requests are untouched", async () => {
+    const bucket = await Env.newBucket("payloadsig")
+    const proxy = await FaultProxy.start(Env.env().endpoint)
+    try {
+      const hashesOf = (signPayload: boolean) =>
+        run(Effect.gen(function*() {
+          proxy.hits.length = 0
+          const sink = yield* S3Sink.make(Env.sinkConfig(bucket, { signPayload, multipartThreshold: "5 MiB", partSize: "5 MiB" }, proxy.endpoint))
+          const small = yield* sink.putObject(batchOf({ count: 100, recordBytes: 100, firstOffset: signPayload ? 1000 : 0 }))
+          const big = yield* sink.putObject(bigBatch(6, signPayload ? 100_000 : 0))
+          yield* sink.verify(small)
+          yield* sink.verify(big)
+          return proxy.hits.map((h) => [h.method, h.contentSha256] as const)
+        }))
+      const unsigned = await hashesOf(false)
+      const bodies = (hits: ReadonlyArray<readonly [string, string | undefined]>) => hits.filter(([m]) => m === "PUT").map(([, h]) => h)
+      // One single put, two parts.
+      expect(bodies(unsigned)).toEqual(["UNSIGNED-PAYLOAD", "UNSIGNED-PAYLOAD", "UNSIGNED-PAYLOAD"])
+      expect(unsigned.filter(([m]) => m !== "PUT").every(([, h]) => h !== "UNSIGNED-PAYLOAD")).toBe(true)
+      const signed = await hashesOf(true)
+      expect(bodies(signed)).toHaveLength(3)
+      for (const h of bodies(signed)) expect(h).toMatch(/^[0-9a-f]{64}$/)
     } finally {
       await proxy.close()
     }

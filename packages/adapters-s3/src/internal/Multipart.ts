@@ -21,7 +21,7 @@ import { Failure } from "@sluice/core"
 import { Effect, Schedule } from "effect"
 import * as Checksums from "../Checksums.ts"
 import type { Request, Uploaded } from "./Request.ts"
-import { compute, send } from "./Request.ts"
+import { bodyUpload, compute, send } from "./Request.ts"
 
 const STAGE = "object_upload" as const
 
@@ -69,15 +69,18 @@ const uploadParts = (request: Request, key: string, uploadId: string, body: Uint
         const fields = Checksums.requestFields(algorithm, Checksums.toBase64(raw))
         const out = yield* send(STAGE, (abortSignal) =>
           request.client.send(
-            new UploadPartCommand({
-              Bucket: request.bucket,
-              Key: key,
-              UploadId: uploadId,
-              PartNumber: i + 1,
-              Body: part,
-              ContentLength: part.byteLength,
-              ...fields
-            }),
+            bodyUpload(
+              request,
+              new UploadPartCommand({
+                Bucket: request.bucket,
+                Key: key,
+                UploadId: uploadId,
+                PartNumber: i + 1,
+                Body: part,
+                ContentLength: part.byteLength,
+                ...fields
+              })
+            ),
             { abortSignal }
           ))
         return {

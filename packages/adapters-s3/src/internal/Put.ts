@@ -13,7 +13,7 @@ import { Effect } from "effect"
 import * as Checksums from "../Checksums.ts"
 import * as Multipart from "./Multipart.ts"
 import type { Request, Uploaded } from "./Request.ts"
-import { compute, send } from "./Request.ts"
+import { bodyUpload, compute, send } from "./Request.ts"
 
 /**
  * One `PutObject` of `body` at bucket key `key` with the additional checksum;
@@ -31,14 +31,17 @@ export const putSingle = (
     const checksum = yield* compute(() => Checksums.objectChecksum(algorithm, body, undefined))
     yield* send(stage, (abortSignal) =>
       request.client.send(
-        new PutObjectCommand({
-          Bucket: request.bucket,
-          Key: key,
-          Body: body,
-          ContentLength: body.byteLength,
-          ContentType: contentType,
-          ...Checksums.requestFields(algorithm, checksum.value)
-        }),
+        bodyUpload(
+          request,
+          new PutObjectCommand({
+            Bucket: request.bucket,
+            Key: key,
+            Body: body,
+            ContentLength: body.byteLength,
+            ContentType: contentType,
+            ...Checksums.requestFields(algorithm, checksum.value)
+          })
+        ),
         { abortSignal }
       ))
     return { value: checksum.value, checksumMillis: checksum.millis }

@@ -49,6 +49,8 @@ export interface Hit {
   readonly fault: Fault["_tag"] | undefined
   /** Wall-clock ms when the proxy received it. */
   readonly at: number
+  /** Its `x-amz-content-sha256` header: the payload hash it was signed with. */
+  readonly contentSha256: string | undefined
 }
 
 /** A regular expression matching `text` literally (e.g. an object key in a `path` rule). */
@@ -180,7 +182,8 @@ export const start = async (target: string, rules: ReadonlyArray<Rule> = []): Pr
     const method = req.method ?? "GET"
     const path = req.url ?? "/"
     const fault = pick(method, path)
-    hits.push({ method, path, fault: fault?._tag, at: Date.now() })
+const sha = req.headers["x-amz-content-sha256"]
+    hits.push({ method, path, fault: fault?._tag, at: Date.now(), contentSha256: typeof sha === "string" ? sha : undefined })
     if (fault === undefined) return forward(req, res, false)
     switch (fault._tag) {
       case "Reset":
