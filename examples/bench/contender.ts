@@ -15,6 +15,8 @@ export interface Job {
   readonly bucket: string
   /** The plain loop's records per object (Sluice sizes its own objects). */
   readonly recordsPerObject: number
+  /** Sluice's policies: a composition string (`Composition.parse`), `"default"` for `Composition.defaults()`. */
+  readonly policies: string
 }
 
 /** What a run reports (timed from building the consumer to the last commit). */

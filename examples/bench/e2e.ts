@@ -7,6 +7,7 @@
  * ```sh
  * npm run bench:e2e [-- --records 1000000 --partitions 8 --rounds 3 --ceiling-seconds 10 --json]
  * npm run bench:e2e -- --rounds 1 --cpu-prof /tmp/prof   # + a V8 CPU profile of every contender run
+ * npm run bench:e2e -- --policies "fixed:32+throttle+shared+batch"   # Sluice with another composition
  * ```
  *
  * `npm run bench:e2e` goes through `scripts/bench-e2e.sh`, which starts the
@@ -17,7 +18,9 @@
  *
  * 1. One topic of `--records` records of 150 B over `--partitions` partitions
  *    is produced once.
- * 2. Each of `--rounds` rounds archives the whole topic twice, Sluice and the
+ * 2. Each of `--rounds` rounds archives the whole topic twice, Sluice (with
+ *    `--policies`, a composition string as `Composition.parse` reads it;
+ *    default `Composition.defaults()`) and the
  *    plain loop (the order alternates), each in its own child process, with
  *    its own consumer group and its own bucket. The plain loop's objects hold
  *    as many records as Sluice's objects sealed on fill held (the median, from
@@ -124,6 +127,7 @@ async function main(): Promise<void> {
   const partitions = count("partitions", 8)
   const rounds = count("rounds", 3)
   const ceilingSeconds = count("ceiling-seconds", 10)
+  const policies = argValue("policies") ?? "default"
   const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
   const services = Services.fromEnv()
   const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
@@ -140,7 +144,7 @@ async function main(): Promise<void> {
 
   say(`bench:e2e — ${records.toLocaleString("en-US")} records × ${Services.RECORD_BYTES} B over ${partitions} partitions, ${rounds} rounds`)
   say(`machine: ${Os.cpus().length} cores, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, load ${Os.loadavg().map((l) => l.toFixed(1)).join(" ")}, Node ${process.version}`)
-  say(`Kafka ${services.brokers.join(",")}, S3 ${services.s3.endpoint}`)
+  say(`Kafka ${services.brokers.join(",")}, S3 ${services.s3.endpoint}, Sluice policies: ${policies}`)
   try {
     const t0 = performance.now()
     const ends = await Services.produceTopic(services, topic, partitions, records)
@@ -154,7 +158,7 @@ async function main(): Promise<void> {
       const order: ReadonlyArray<Contender> = round % 2 === 1 ? ["sluice", "plain"] : ["plain", "sluice"]
       for (const contender of order) {
         const bucket = await newBucket(`bench-e2e-${id}-${contender}-${round}`)
-        const job: Job = { topic, partitions, records, groupId: `${topic}-${contender}-${round}`, bucket, recordsPerObject: fill.records }
+        const job: Job = { topic, partitions, records, groupId: `${topic}-${contender}-${round}`, bucket, recordsPerObject: fill.records, policies }
         const before = Services.serviceCpu(repoRoot)
         const result = await child<Result>(contender, job, childTimeout)
         const after = Services.serviceCpu(repoRoot)
@@ -216,6 +220,7 @@ async function main(): Promise<void> {
       records,
       partitions,
       rounds,
+      policies,
       sluicePeakRssBytes: peak("sluice"),
       plainPeakRssBytes: peak("plain")
     }

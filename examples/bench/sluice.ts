@@ -1,7 +1,8 @@
 /**
  * bench:e2e — the Sluice contender: `KafkaSource` (assign mode, standalone
  * commits under the group, until caught up) → `Pipeline` with the default
- * config and the default policies (`Composition.defaults()`) → `S3Sink` with
+ * config and the default policies (`Composition.defaults()`, or the
+ * composition `--policies` names) → `S3Sink` with
  * its default checksum (CRC32) and HEAD verify, manifests included: what
  * `examples/src/KafkaToS3.ts` runs, with every setting left at its default.
  *
@@ -67,7 +68,8 @@ export const run = async (job: Job, services: Services): Promise<Result> => {
       forcePathStyle: true,
       credentials: { accessKeyId: services.s3.accessKeyId, secretAccessKey: services.s3.secretAccessKey }
     })
-    const handle = yield* Pipeline.start({ source, sink, policies: Composition.defaults() })
+    const policies = job.policies === "default" ? Composition.defaults() : Composition.parse(job.policies)
+    const handle = yield* Pipeline.start({ source, sink, policies })
     // What batches may hold: the budget less the source's reserved read-ahead.
     const budget = handle.config.memoryBudget - (source.readAheadBytes ?? 0)
     const timer = setInterval(() => sample(samples, handle, budget, job.records), 20)

@@ -143,6 +143,11 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
     smoke: "npm run bench:e2e -- --records 20000 --partitions 2 --rounds 1 --ceiling-seconds 1 --json",
     output: /"sluiceRecordsPerSecond":\d+(\.\d+)?,"plainRecordsPerSecond":\d+(\.\d+)?,"ratio":[\d.]+,"serverCeilingBytesPerSecond":\d+/
   },
+  {
+    command: "npm run bench:e2e -- --records 5000000 --rounds 1 --policies \"fixed:32+throttle+shared+batch\"",
+    smoke: "npm run bench:e2e -- --records 20000 --partitions 2 --rounds 1 --ceiling-seconds 1 --policies \"fixed:32+throttle+shared+batch\" --json",
+    output: /"rounds":1,"policies":"fixed:32\+throttle\+shared\+batch"/
+  },
   { command: "npm run bench -w @sluice/adapter-s3", smoke: "SLUICE_BENCH_SECONDS=1 npm run bench -w @sluice/adapter-s3", output: /total [\d.]+ s/ },
   {
     // One restart: it waits out the killed member's 30 s session timeout.
