@@ -171,6 +171,34 @@ const callback = <A>(f: (cb: (error: Error | null, value?: A) => void) => void):
     })
   )
 
+type Broker = Parameters<ConnectionPool["get"]>[0]
+type Connection = Parameters<Parameters<KafkaConsumer[typeof kGetConnection]>[1]>[1]
+
+/**
+ * A connection to broker `node` (looked up in `topic`'s metadata) through
+ * `connect` (the client's pool, or the fetch pool), and the client's API
+ * `api` in the version it and the broker share.
+ */
+const brokerApi = async <Args extends Array<unknown>, Response>(
+  consumer: KafkaConsumer,
+  target: {
+    readonly topic: string
+    readonly node: number
+    /** What the broker is to us, for messages ("group coordinator", "fetch leader"). */
+    readonly role: string
+    readonly connect: (broker: Broker, cb: (error: Error | null, connection?: Connection) => void) => void
+    readonly api: string
+  }
+): Promise<{ readonly api: API<Args, Response>; readonly connection: NonNullable<Connection> }> => {
+  const metadata = await consumer.metadata({ topics: [target.topic] })
+  const broker = metadata.brokers.get(target.node)
+  if (broker === undefined) throw new Error(`${target.role} ${target.node} is not in the cluster metadata`)
+  const connection = await callback<Connection>((cb) => target.connect(broker, cb))
+  if (connection === undefined) throw new Error(`no connection to the ${target.role} (${target.node})`)
+  const api = await callback<API<Args, Response>>((cb) => consumer[kGetApi]<Args, Response>(target.api, cb))
+  return { api, connection }
+}
+
 /**
  * One OffsetCommit request with an explicit generation and member id.
  *
@@ -195,16 +223,13 @@ export const offsetCommit = (
 ): Promise<OffsetCommitResponse> =>
   (async () => {
     const coordinatorId = await consumer.findGroupCoordinator()
-    const metadata = await consumer.metadata({ topics: [args.topic] })
-    const broker = metadata.brokers.get(coordinatorId)
-    if (broker === undefined) throw new Error(`group coordinator ${coordinatorId} is not in the cluster metadata`)
-    const connection = await callback<Parameters<Parameters<KafkaConsumer[typeof kGetConnection]>[1]>[1]>((cb) =>
-      consumer[kGetConnection](broker, cb)
-    )
-    if (connection === undefined) throw new Error("no connection to the group coordinator")
-    const api = await callback<import("@platformatic/kafka").API<OffsetCommitArgs, OffsetCommitResponse>>((cb) =>
-      consumer[kGetApi]<OffsetCommitArgs, OffsetCommitResponse>("OffsetCommit", cb)
-    )
+    const { api, connection } = await brokerApi<OffsetCommitArgs, OffsetCommitResponse>(consumer, {
+      topic: args.topic,
+      node: coordinatorId,
+      role: "group coordinator",
+      connect: (broker, cb) => consumer[kGetConnection](broker, cb),
+      api: "OffsetCommit"
+    })
     return api.async(
       connection,
       args.groupId,
@@ -301,32 +326,17 @@ export interface FetchRequest {
 export const fetchRecords = (consumer: KafkaConsumer, pool: ConnectionPool, request: FetchRequest): Promise<FetchResponse> =>
   new Promise<FetchResponse>((resolve, reject) => {
     consumer[kPerformWithRetry]<FetchResponse>("fetch", (done) => {
-      consumer.metadata({ topics: [request.topic] }, (error, metadata) => {
-        if (error !== null || metadata === undefined) return done(error ?? new Error("no metadata"))
-        const broker = metadata.brokers.get(request.node)
-        if (broker === undefined) return done(new Error(`broker ${request.node} is not in the cluster metadata`))
-        pool.get(broker, (error, connection) => {
-          if (error !== null || connection === undefined) return done(error ?? new Error(`no connection to broker ${request.node}`))
-          consumer[kGetApi]<FetchArgs, unknown>("Fetch", (error, clientApi) => {
-            if (error !== null || clientApi === undefined) return done(error ?? new Error("no Fetch API"))
-            const api = fetchApis.get(clientApi.version)
-            if (api === undefined) return done(new Error(`Fetch v${clientApi.version} is not supported (v13–v17 are)`))
-            api(
-              connection,
-              request.maxWait,
-              request.minBytes,
-              request.maxBytes,
-              request.isolationLevel,
-              0,
-              0,
-              request.topics,
-              [],
-              "",
-              done
-            )
-          })
-        })
-      })
+      brokerApi<FetchArgs, unknown>(consumer, {
+        topic: request.topic,
+        node: request.node,
+        role: "fetch leader",
+        connect: (broker, cb) => pool.get(broker, cb),
+        api: "Fetch"
+      }).then(({ api: clientApi, connection }) => {
+        const api = fetchApis.get(clientApi.version)
+        if (api === undefined) throw new Error(`Fetch v${clientApi.version} is not supported (v13–v17 are)`)
+        return api.async(connection, request.maxWait, request.minBytes, request.maxBytes, request.isolationLevel, 0, 0, request.topics, [], "")
+      }).then((response) => done(null, response), (error: unknown) => done(error instanceof Error ? error : new Error(String(error))))
     }, (error, response) => {
       if (error !== null || response === undefined) reject(error)
       else resolve(response)
