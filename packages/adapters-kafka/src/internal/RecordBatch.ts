@@ -49,7 +49,7 @@ const CODEC_MASK = 0x07
 export const LOG_APPEND_TIME = 0x08
 const TRANSACTIONAL = 0x10
 /** Attribute bit of a control batch (transaction markers): no user records. */
-export const CONTROL = 0x20
+const CONTROL = 0x20
 const TWO_32 = 4294967296
 
 /**
@@ -68,7 +68,6 @@ export interface WireBatch {
   readonly attributes: number
   readonly firstTimestamp: number
   readonly maxTimestamp: number
-  readonly producerId: bigint
   readonly count: number
   /** The records (inflated when the batch was compressed). */
   readonly records: Uint8Array
@@ -141,7 +140,6 @@ export const readBatches = (response: Uint8Array, aborted: ReadonlyArray<Aborted
       attributes,
       firstTimestamp: int64(view, at + 27),
       maxTimestamp: int64(view, at + 35),
-      producerId,
       count,
       records,
       skip
