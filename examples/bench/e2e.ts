@@ -43,6 +43,8 @@ import { spawn } from "node:child_process"
 import * as Os from "node:os"
 import { fileURLToPath } from "node:url"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
+import { Composition } from "@sluice/policies"
+import { Result as Outcome } from "effect"
 import * as Archive from "./archive.ts"
 import * as Ceiling from "./ceiling.ts"
 import type { Job, Result } from "./contender.ts"
@@ -128,6 +130,9 @@ async function main(): Promise<void> {
   const rounds = count("rounds", 3)
   const ceilingSeconds = count("ceiling-seconds", 10)
   const policies = argValue("policies") ?? "default"
+  // Refused here, before a topic is produced, rather than by the Sluice child.
+  const parsed = Composition.parseResult(policies)
+  if (Outcome.isFailure(parsed)) throw new Error(`--policies: ${parsed.failure.message}`)
   const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
   const services = Services.fromEnv()
   const repoRoot = fileURLToPath(new URL("../../", import.meta.url))

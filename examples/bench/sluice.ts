@@ -68,8 +68,8 @@ export const run = async (job: Job, services: Services): Promise<Result> => {
       forcePathStyle: true,
       credentials: { accessKeyId: services.s3.accessKeyId, secretAccessKey: services.s3.secretAccessKey }
     })
-    const policies = job.policies === "default" ? Composition.defaults() : Composition.parse(job.policies)
-    const handle = yield* Pipeline.start({ source, sink, policies })
+    // "default" parses to `Composition.defaults()`.
+    const handle = yield* Pipeline.start({ source, sink, policies: Composition.parse(job.policies) })
     // What batches may hold: the budget less the source's reserved read-ahead.
     const budget = handle.config.memoryBudget - (source.readAheadBytes ?? 0)
     const timer = setInterval(() => sample(samples, handle, budget, job.records), 20)
