@@ -143,6 +143,52 @@ describe("DeliveryRate (pure core)", () => {
     expect(range(aimd.series, 60_000, 90_000)[1]).toBeLessThan(range(dr.series, 60_000, 90_000)[0])
   })
 
+  it("drain ends once a round runs at the in-flight it asks for (⌈BDP⌉) or after 3 rounds: a fractional BDP never holds it", () => {
+    // In drain with a BDP of 2.5 uploads: 12.5 MiB/s × 100 ms × (1 + 1 MiB ÷ 1 MiB) ÷ 1 MiB.
+    // Rounds then run at ⌈2.5⌉ = 3 in flight (the limit drain proposes), and
+    // deliver less than the filter's rate (3 MiB per 300 ms), so the BDP never
+    // reaches 3. Compared with the fractional BDP itself, such a round never
+    // counted as drained: one of three instances sharing a store sat in drain
+    // at 3 uploads for 70 s while the rate it forgot shrank the BDP further.
+    const c = config({ initial: 3 })
+    const reference = { ...DeliveryRate.policy.init(c).reference, bytes: MiB }
+    const drained: DeliveryRate.DeliveryRateState = {
+      ...DeliveryRate.policy.init(c),
+      mode: "drain",
+      rates: [12.5 * MiB],
+      minLatency: 100,
+      minLatencyBytes: MiB,
+      minLatencyAt: 0,
+      confirmedInflight: 3,
+      reference,
+      sizeRatio: MiB,
+      objectBytes: MiB,
+      bodilessPerObject: 0,
+      round: { start: 0, minLatency: Infinity, minBytes: 0, samples: 0, inflight: 0, rate: 0, limited: false, throttled: false }
+    }
+    expect(DeliveryRate.bdp(drained)).toBeCloseTo(2.5, 1)
+    /** The mode after each of 6 rounds of three 300 ms uploads begun at `inflight` in flight. */
+    const rounds = (inflight: number) => {
+      let s = drained
+      const seen: Array<string> = []
+      let t = 0
+      for (let round = 0; round < 6; round++) {
+        for (let i = 0; i < 3; i++) {
+          t += 100
+          s = DeliveryRate.policy.step(s, sample(t + 300, 300, { startedAt: t, bytes: MiB, inflightAtStart: inflight, limitAtStart: inflight }), t + 300).state
+        }
+        t += 300
+        seen.push(s.mode)
+        expect(DeliveryRate.bdp(s), `round ${round}`).toBeLessThan(3)
+      }
+      return seen
+    }
+    // At ⌈BDP⌉: drained in its first round.
+    expect(rounds(3)[0]).toBe("cruise")
+    // Above it (uploads admitted before the cut, say): after 3 rounds at most.
+    expect(rounds(5).slice(0, 3)).toContain("cruise")
+  })
+
   it("throttles cut in-flight once per round, ×throttleBeta from what was in flight; Transient and Fatal never cut", () => {
     const c = config({ initial: 20 })
     const start: Array<readonly [SignalBusSignal, number]> = [[tick(10), 10]]

@@ -32,7 +32,7 @@
  * | mode | in flight | leaves when |
  * |---|---|---|
  * | `startup` | ×`startupGain` per round while the limit is used | the rate grew < `fullRateGrowth` in `fullRateRounds` rounds that used the limit → `drain` |
- * | `drain` | 1 × BDP | a round's in-flight ≤ BDP → `cruise` |
+ * | `drain` | 1 × BDP | a round's in-flight ≤ ⌈BDP⌉ (what drain proposes), or 3 rounds → `cruise` |
  * | `probeUp` | `upGain` × BDP, ×`upGain` per round while the rate keeps growing | the rate grew less than half the in-flight increase (the **knee**), a throttle, or the limit was not used → `probeDown` |
  * | `probeDown` | `downGain` × BDP (drains the queue `probeUp` built) | an upload starts with ≤ BDP in flight, or one round → `cruise` |
  * | `cruise` | 1 × BDP | `cruiseRounds` rounds → `probeUp` |
@@ -455,7 +455,13 @@ const endRound = (s: DeliveryRateState, now: number): DeliveryRateState => {
     case "startup":
       return startupRound(next, r)
     case "drain":
-      return r.inflight <= (bdp(next) ?? 0) ? withMode(next, "cruise") : next
+      // Drained once a round ran at no more than the in-flight drain asks for
+      // (BBR: inflight ≤ BDP; uploads are whole, so ≤ ⌈BDP⌉ — against the
+      // fractional BDP itself, a round at ⌈BDP⌉ never qualified, and the rate
+      // the filter forgot shrank the BDP with it: one of three instances
+      // sharing a store sat in drain at 3 uploads for 70 s), or after
+      // `DRAIN_ROUNDS` rounds whatever the in-flight.
+      return r.inflight <= target(next) || next.phaseRounds >= DRAIN_ROUNDS ? withMode(next, "cruise") : next
     case "probeUp":
       return upRound(next, r, s.lastRound.inflight)
     case "probeDown":
@@ -614,6 +620,9 @@ const clearedAbove = (s: DeliveryRateState, sample: SignalBus.UploadSample): Del
   if (clear < CLEAR_SAMPLES || s.round.throttled || s.lastRound.throttled) return { ...s, clear }
   return { ...s, clear: 0, throttledAt: Infinity, inflightHi: Infinity, restoreFloor: s.priorInflight }
 }
+
+/** Rounds `drain` lasts at most (BBR drains in about one). */
+const DRAIN_ROUNDS = 3
 
 /** Successes from above the throttled level that end a throttle episode (as AIMD and Throttle count them). */
 const CLEAR_SAMPLES = 3
