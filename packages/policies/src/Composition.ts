@@ -78,7 +78,9 @@ const layerOptions = (options: CompositionOptions): Policy.LayerOptions => ({ pr
  * The delivery-rate policy replaced AIMD here (0.2.0): a store that gets
  * slower is not congestion, and AIMD cut concurrency exactly when more uploads
  * were needed (see the README, "Why the composition lost on slow stores").
- * {@link classic} is the previous default.
+ * {@link classic} is the previous default. The delivery-rate policy and
+ * Throttle share the answer to a throttle as {@link defaultsBase} sets them
+ * (under `config`).
  *
  * **Example**
  *
@@ -95,12 +97,43 @@ const layerOptions = (options: CompositionOptions): Policy.LayerOptions => ({ pr
 export const defaults = (config: DefaultsConfig = {}, options: CompositionOptions = {}): Policies => {
   const o = layerOptions(options)
   return Layer.mergeAll(
-    DeliveryRate.layer(config.deliveryRate ?? {}, o),
-    Throttle.layer(config.throttle ?? {}, o),
+    DeliveryRate.layer({ ...defaultsBase.deliveryRate, ...config.deliveryRate }, o),
+    Throttle.layer({ ...defaultsBase.throttle, ...config.throttle }, o),
     SharedPressure.layer(config.shared ?? {}, o),
     AdaptiveBatch.layer(config.batch ?? {}, o)
   )
 }
+
+/**
+ * What {@link defaults} sets on its members under the caller's config (a key
+ * the caller gives wins): BBRv2's split of the answer to loss, here to
+ * throttles. The delivery-rate policy keeps the long-term bound, in-flight ≤
+ * 85 % of the level the store throttled at (`inflight_hi` less its 15 %
+ * headroom: `throttleBeta: 0.85`); Throttle makes the short-term cut, ×0.7 on
+ * an episode's first round (`inflight_lo`, β = 0.7: `firstBeta`), and cuts the
+ * request rate only once a round under that cut is throttled too
+ * (`rateOnFirstCut: false`). With each policy's own defaults both cut at once
+ * (×0.7 and ×0.5 plus a rate cut) and the harsher won under the minimum: on a
+ * store 10× slower that throttles just above what it needs, each up-probe
+ * cost ~10 s below the needed in-flight (README, "Why the composition lost",
+ * item 8).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Composition } from "@sluice/policies"
+ *
+ * Composition.defaultsBase.throttle // { firstBeta: 0.7, rateOnFirstCut: false }
+ * // the policies' own defaults instead:
+ * const own = Composition.defaults({ deliveryRate: { throttleBeta: 0.7 }, throttle: { firstBeta: 0.5, rateOnFirstCut: true } })
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const defaultsBase = {
+  deliveryRate: { throttleBeta: 0.85 },
+  throttle: { firstBeta: 0.7, rateOnFirstCut: false }
+} as const satisfies DefaultsConfig
 
 /**
  * The previous default: AIMD + throttle classifier + shared pressure +

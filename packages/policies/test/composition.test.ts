@@ -67,6 +67,9 @@ describe("Composition", () => {
     Effect.gen(function*() {
       const exit = yield* Effect.exit(knobsAfter(Composition.defaults({ deliveryRate: { upGain: 9 } })))
       expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/upGain/)
+      // The caller's key wins over defaultsBase's (firstBeta 0.7 there).
+      const first = yield* Effect.exit(knobsAfter(Composition.defaults({ throttle: { firstBeta: 0.05 } })))
+      expect(Exit.isFailure(first) && String(first.cause)).toMatch(/firstBeta/)
       const classic = yield* Effect.exit(knobsAfter(Composition.classic({ aimd: { beta: 3 } })))
       expect(Exit.isFailure(classic) && String(classic.cause)).toMatch(/beta/)
     }))

@@ -37,10 +37,9 @@ export const HELD_OUT_SEEDS = [1001, 1002, 1003, 1004, 1005] as const
 const KNOWN_GAPS: Readonly<Record<string, ReadonlyArray<Summary.BoundFailure["metric"]>>> = {
   // Since the oracle became an upper bound (best object size and in-flight per
   // phase instead of the configured batch), these scenarios' goodput bounds,
-  // set against the old oracle, are missed (default: wide-knee 0.920–0.936 vs
-  // 0.95; wide-throttle-storm 0.759–0.809 vs 0.85; wide-fairness-3 0.880 on one
-  // seed vs 0.9 before the delivery-rate policy's drain fix); the previous
-  // default missed the same wide-knee and wide-throttle-storm bounds.
+  // set against the old oracle, are missed (default: wide-knee 0.927–0.940 vs
+  // 0.95; wide-throttle-storm 0.787–0.846 vs 0.85); the previous default
+  // missed the same bounds.
   "wide-knee@12": ["goodputRatio"],
   "wide-knee@1001": ["goodputRatio"],
   "wide-knee@1002": ["goodputRatio"],
@@ -53,17 +52,17 @@ const KNOWN_GAPS: Readonly<Record<string, ReadonlyArray<Summary.BoundFailure["me
   "wide-throttle-storm@1003": ["goodputRatio"],
   "wide-throttle-storm@1004": ["goodputRatio"],
   "wide-throttle-storm@1005": ["goodputRatio"],
+  // Three instances sharing a throttling store: Jain 0.933 on the tuned seed
+  // (0.990–0.999 on the held-out ones). Each delivery-rate instance sizes
+  // in-flight from its own rate, and its drain probe reads the shared queue
+  // as its own knee, so an instance that fell behind early can stay behind
+  // (README, "Why the composition lost", item 8: 2 of 14 tuning seeds below
+  // 0.95, against 1 of 14 before the loss split and 4 of 8 before the drain fix).
+  "wide-fairness-3@15": ["fairness"],
   // Issue 11's freshness target (lag ≤ 15 s inside the slowdown) is missed
-  // where the store is 10× slower *and* throttles above 64 in flight (~55 are
-  // needed: 17.2–23.1 s) and where it is 20× slower (objects must shrink from
-  // 16 to ~6 MiB while concurrency grows to ~130: 15.2–16.3 s). Goodput inside
-  // the slowdown meets its bound everywhere (≥ 0.83 and ≥ 0.96).
-  "slow-store-10x-throttle@9": ["maxLagSeconds"],
-  "slow-store-10x-throttle@1001": ["maxLagSeconds"],
-  "slow-store-10x-throttle@1002": ["maxLagSeconds"],
-  "slow-store-10x-throttle@1003": ["maxLagSeconds"],
-  "slow-store-10x-throttle@1004": ["maxLagSeconds"],
-  "slow-store-10x-throttle@1005": ["maxLagSeconds"],
+  // where the store is 20× slower (objects must shrink from 16 to ~6 MiB while
+  // concurrency grows to ~130: 15.2–15.6 s). Goodput inside the slowdown meets
+  // its bound everywhere (≥ 0.96).
   "slow-store-20x-knee-up@15": ["maxLagSeconds"],
   "slow-store-20x-knee-up@1001": ["maxLagSeconds"],
   "slow-store-20x-knee-up@1002": ["maxLagSeconds"],
