@@ -85,6 +85,13 @@ export interface InflightSignal {
   readonly openBytes: number
   /** The pipeline's memory budget (bytes). */
   readonly budgetBytes: number
+  /**
+   * The median of the object uploads running now (by when they began; none:
+   * `undefined`): half of them have been running at least this long. A store
+   * that got slower shows here before its first slow upload completes; one
+   * upload stuck on its own does not move it.
+   */
+  readonly medianUpload?: { readonly startedAt: number; readonly bytes: number; readonly inflightAtStart: number } | undefined
 }
 
 /**

@@ -70,6 +70,36 @@ describe("Limiter (alone)", () => {
       for (let i = 1; i < starts.length; i++) expect((starts[i] ?? 0) - (starts[i - 1] ?? 0)).toBeGreaterThanOrEqual(100)
     }))
 
+  it.effect("runningUploads holds each object upload while it runs (when it began, its bytes, the in-flight then) and drops it however it ends", () =>
+    Effect.gen(function*() {
+      const { limiter, stats } = yield* setup({ concurrency: 4 })
+      const release = yield* Deferred.make<void>()
+      const running = (bytes: number, outcome: Effect.Effect<string, Failure.SinkFailure>) =>
+        Effect.forkChild(limiter.holding(limiter.measure("object_upload", bytes, 1, Effect.andThen(Deferred.await(release), outcome))))
+      yield* limiter.acquire
+      const ok = yield* running(1_000, Effect.succeed("ok"))
+      yield* TestClock.adjust(10)
+      yield* limiter.acquire
+      const fails = yield* running(2_000, Effect.fail(throttled))
+      yield* limiter.acquire
+      const interrupted = yield* running(3_000, Effect.never)
+      // A manifest is not an object upload.
+      const manifest = yield* Effect.forkChild(limiter.measure("manifest_upload", 0, 1, Deferred.await(release)))
+      yield* TestClock.adjust(5)
+      expect([...stats.runningUploads.values()]).toEqual([
+        { startedAt: 0, bytes: 1_000, inflightAtStart: 1 },
+        { startedAt: 10, bytes: 2_000, inflightAtStart: 2 },
+        { startedAt: 10, bytes: 3_000, inflightAtStart: 3 }
+      ])
+      yield* Deferred.succeed(release, undefined)
+      expect(yield* Fiber.join(ok)).toBe("ok")
+      expect(Exit.isFailure(yield* Fiber.await(fails))).toBe(true)
+      yield* Fiber.join(manifest)
+      expect([...stats.runningUploads.values()].map((r) => r.bytes)).toEqual([3_000])
+      yield* Fiber.interrupt(interrupted)
+      expect(stats.runningUploads.size).toBe(0)
+    }))
+
   it.effect("attributes every sample: success → UploadSample, throttle → dropped, other failures → ignored; counted", () =>
     Effect.gen(function*() {
       const { limiter, signals, stats } = yield* setup({ concurrency: 4 })

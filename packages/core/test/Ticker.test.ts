@@ -36,4 +36,34 @@ describe("Ticker", () => {
       // The lag published is the latest answer (calls 1 and 2 answered by 25 s).
       expect(lags[lags.length - 1]).toBe(2)
     }))
+
+  it.effect("Inflight carries the median running object upload: one stuck upload does not move it", () =>
+    Effect.gen(function*() {
+      // The first object put takes 10 s, every other one 2 s; 40 batches of 100 records.
+      let puts = 0
+      const sink = Memory.sink({ latencyMillis: (op) => (op !== "putObject" ? 10 : puts++ === 0 ? 10_000 : 2_000) })
+      const source = Memory.source({ name: "t", partitions: 4, records: 1_000, recordBytes: 16 })
+      const scope = yield* Scope.make()
+      const handle = yield* Pipeline.start({
+        source,
+        sink,
+        config: { tick: 100, batch: { records: 100, bytes: "1 MiB", maxAge: "1 second" } }
+      }).pipe(Scope.provide(scope))
+      const medians: Array<{ readonly at: number; readonly startedAt: number | undefined }> = []
+      const signals = yield* handle.bus.subscribe.pipe(Scope.provide(scope))
+      yield* Stream.fromSubscription(signals).pipe(
+        Stream.runForEach((s) => Effect.sync(() => void (s._tag === "Inflight" && medians.push({ at: s.at, startedAt: s.medianUpload?.startedAt })))),
+        Effect.forkIn(scope)
+      )
+      for (let t = 0; t < 60_000; t += 100) yield* TestClock.adjust(100)
+      yield* handle.await
+      // While the stuck upload (begun at 0) runs, the median is one of the
+      // uploads begun within the last 2 s, not it.
+      const during = medians.filter((m) => m.at >= 4_000 && m.at <= 9_000)
+      expect(during.length).toBeGreaterThan(40)
+      for (const m of during) expect(m.startedAt ?? -1, `at ${m.at}`).toBeGreaterThanOrEqual(m.at - 2_000)
+      // All verified: nothing running, no median.
+      expect(medians[medians.length - 1]?.startedAt).toBeUndefined()
+      yield* Scope.close(scope, Exit.void)
+    }))
 })

@@ -9,13 +9,28 @@
 import type { ReadGate } from "../Knob.ts"
 
 /**
+ * An object upload running now (see `PipelineStats.runningUploads`).
+ *
+ * @since 0.2.0
+ */
+export interface RunningUpload {
+  /** When it began (Clock ms). */
+  readonly startedAt: number
+  /** Its body's bytes. */
+  readonly bytes: number
+  /** Batches uploading when it began. */
+  readonly inflightAtStart: number
+}
+
+/**
  * Counters of a run, readable at any time (`PipelineHandle.stats()`) and
  * returned at the end. Re-exported as `Pipeline.PipelineStats`.
  *
  * **Details**
  *
- * Every field is a number, the read gate, or a map with one entry per
- * partition (bounded by the partitions the source owns).
+ * Every field is a number, the read gate, a map with one entry per
+ * partition (bounded by the partitions the source owns), or the map of
+ * running uploads (bounded by the concurrency limit).
  *
  * **Example**
  *
@@ -87,6 +102,13 @@ export interface PipelineStats {
    * them back is verified or fails the run.
    */
   partitionsHeld: number
+  /**
+   * Limiter: the object uploads running now, by request: when each began, its
+   * bytes and the uploads in flight when it began (at most one per batch
+   * holding a permit: bounded by the concurrency limit). The ticker publishes
+   * their median (`Inflight.medianUpload`).
+   */
+  readonly runningUploads: Map<number, RunningUpload>
 }
 
 /**
@@ -123,5 +145,6 @@ export const make = (readGate: ReadGate): PipelineStats => ({
   readGate,
   committed: new Map(),
   oldestUncommittedAgeMillis: 0,
-  partitionsHeld: 0
+  partitionsHeld: 0,
+  runningUploads: new Map()
 })

@@ -24,7 +24,7 @@ import type { Instruments } from "../Metrics.ts"
 import type { Sealer } from "../Sealer.ts"
 import type { Signal } from "../Signal.ts"
 import type { Source } from "../Source.ts"
-import type { PipelineStats } from "./Stats.ts"
+import type { PipelineStats, RunningUpload } from "./Stats.ts"
 
 /**
  * What the ticker needs from the pipeline.
@@ -98,6 +98,16 @@ interface Reported {
   bytes: number
 }
 
+/**
+ * The median running upload by start time (the later of the two middle ones
+ * for an even count): a sort of at most the concurrency limit's entries.
+ */
+const medianOf = (running: PipelineStats["runningUploads"]): RunningUpload | undefined => {
+  if (running.size === 0) return undefined
+  const all = [...running.values()].sort((a, b) => a.startedAt - b.startedAt)
+  return all[Math.floor(all.length / 2)]
+}
+
 /** One tick: age seals, gauges, signals. */
 const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>, reported: Reported) =>
   Effect.gen(function*() {
@@ -129,7 +139,8 @@ const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>, reported: Repo
       batches: stats.uploading,
       bytes: stats.inflightBytes,
       openBytes: stats.openBytes,
-      budgetBytes: deps.budgetBytes
+      budgetBytes: deps.budgetBytes,
+      medianUpload: medianOf(stats.runningUploads)
     })
     deps.publish({ _tag: "Tick", at: now, knobs: values })
   })
