@@ -189,6 +189,50 @@ describe("DeliveryRate (pure core)", () => {
     expect(rounds(5).slice(0, 3)).toContain("cruise")
   })
 
+  it("sees a slower store in the uploads still running: the median's age raises the minimum before any completes; not with pending: false, nor when in-flight grew enough to explain it", () => {
+    // A fast store: 8 ms per request + 64 MiB/s; 8 MiB objects, 16 in flight.
+    const warm: Array<readonly [SignalBusSignal, number]> = []
+    let t = 0
+    for (let i = 0; i < 400; i++) {
+      t += 10
+      const bytes = 8 * MiB
+      warm.push([sample(t, 8 + bytes / (64 * MiB / 1000), { bytes, inflightAtStart: 16, limitAtStart: 16 }), t])
+      warm.push([sample(t, 8, { stage: "manifest_upload", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
+      warm.push([sample(t, 8, { stage: "verify", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
+    }
+    const inflight = (at: number, startedAt: number, inflightAtStart: number): SignalBusSignal => ({
+      _tag: "Inflight", at, batches: 16, bytes: 0, openBytes: 0, budgetBytes: 1 << 30,
+      medianUpload: { startedAt, bytes: 8 * MiB, inflightAtStart }
+    })
+    // Then the store turns 20× slower at t: nothing completes; half the uploads have run since t.
+    const slow = (inflightAtStart: number) => [1, 2, 3, 4].map((s) => [inflight(t + s * 1_000, t + 1, inflightAtStart), t + s * 1_000] as const)
+    const run = (c: DeliveryRate.DeliveryRateConfig, signals: ReadonlyArray<readonly [SignalBusSignal, number]>) => {
+      const r = Policy.replay(DeliveryRate.policy, c, signals)
+      return { min: r.state.minLatency, concurrency: r.state.proposed }
+    }
+    const before = run(config(), warm)
+    expect(before.min).toBeLessThan(10)
+    const seen = run(config(), [...warm, ...slow(16)])
+    expect(seen.min, "the minimum rose to the running uploads' age").toBeGreaterThan(4 * before.min)
+    expect(seen.concurrency, "and in-flight with it").toBeGreaterThanOrEqual(2 * before.concurrency)
+    const off = run(config({ pending: false }), [...warm, ...slow(16)])
+    expect(off).toEqual(before)
+    // Begun at 16× the in-flight that confirmed the minimum: a queue of ours could explain 4 s.
+    const crowded = run(config(), [...warm, ...slow(256)])
+    expect(crowded.min).toBe(before.min)
+    // Raised early (at 0.7 s: a lower bound, ~5× the old minimum), then the
+    // first requests to complete take 160 ms (20×): they set the minimum at once
+    // instead of reading as a rise to drain for (the probe).
+    const early = inflight(t + 700, t + 1, 16)
+    const measured = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i) =>
+      [sample(t + 3_000 + i, 160, { stage: "manifest_upload", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t + 3_000 + i] as const
+    )
+    const settled = Policy.replay(DeliveryRate.policy, config(), [...warm, [early, t + 700], ...measured]).state
+    expect(settled.mode).not.toBe("probing")
+    expect(settled.probes).toBe(0)
+    expect(settled.minLatency).toBeCloseTo(160, 0)
+  })
+
   it("throttles cut in-flight once per round, ×throttleBeta from what was in flight; Transient and Fatal never cut", () => {
     const c = config({ initial: 20 })
     const start: Array<readonly [SignalBusSignal, number]> = [[tick(10), 10]]

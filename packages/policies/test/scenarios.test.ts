@@ -58,17 +58,7 @@ const KNOWN_GAPS: Readonly<Record<string, ReadonlyArray<Summary.BoundFailure["me
   // as its own knee, so an instance that fell behind early can stay behind
   // (README, "Why the composition lost", item 8: 2 of 14 tuning seeds below
   // 0.95, against 1 of 14 before the loss split and 4 of 8 before the drain fix).
-  "wide-fairness-3@15": ["fairness"],
-  // Issue 11's freshness target (lag ≤ 15 s inside the slowdown) is missed
-  // where the store is 20× slower (objects must shrink from 16 to ~6 MiB while
-  // concurrency grows to ~130: 15.2–15.6 s). Goodput inside the slowdown meets
-  // its bound everywhere (≥ 0.96).
-  "slow-store-20x-knee-up@15": ["maxLagSeconds"],
-  "slow-store-20x-knee-up@1001": ["maxLagSeconds"],
-  "slow-store-20x-knee-up@1002": ["maxLagSeconds"],
-  "slow-store-20x-knee-up@1003": ["maxLagSeconds"],
-  "slow-store-20x-knee-up@1004": ["maxLagSeconds"],
-  "slow-store-20x-knee-up@1005": ["maxLagSeconds"]
+  "wide-fairness-3@15": ["fairness"]
 }
 
 /** How far each bound is from failing: actual − min, or max − actual (negative: failed). */

@@ -52,6 +52,16 @@
  *   `minLatency` — so concurrency *rises*, to `rate × slot / s̄` at the new
  *   latency (the rate the max filter still remembers).
  *
+ * **Running uploads** (`Inflight.medianUpload`, the median object upload in
+ * flight): a store 20× slower takes seconds to complete its first upload, and
+ * until then no sample says anything. When half the uploads running have run,
+ * size-normalised, ≥ (1 + `riseTolerance`)² × the minimum — and more than a
+ * queue of ours could add given the in-flight they began at — their age, a
+ * lower bound on the new latency, becomes the minimum (the BDP grows with it;
+ * `probeUp`/`probeDown` go to `cruise`), and the first measurement after it
+ * sets the minimum, up or down, without the probe (`pending: false` disables
+ * this).
+ *
  * **Throttles** (classified `Throttled`, as the throttle classifier says; once
  * per round): `inflightHi := max(floor, min(limit, in flight) × throttleBeta)`
  * (BBRv2's `inflight_hi`), and `startup`/`probeUp` end. `probeUp` raises
@@ -91,6 +101,7 @@ import * as Latency from "../internal/Latency.ts"
  * | `throttleBeta` | 0.7 | 0.1 – 0.99 | `inflightHi` cut per throttle round (BBRv2: 0.7) |
  * | `referenceBytes` | 1 MiB | ≥ 1 byte | the starting size normalisation (then learned) |
  * | `probe` | true | | the probe (PROBE_RTT); false disables it (`withoutProbe`, the ablation): the minimum then never rises |
+ * | `pending` | true | | running uploads raise the minimum (`Inflight.medianUpload`, above); false: only completed requests do |
  *
  * @since 0.2.0
  */
@@ -114,7 +125,8 @@ export const DeliveryRateConfig = Schema.Struct({
   probeTimeoutMillis: Field.positiveMillis("10 seconds"),
   throttleBeta: Field.number(0.7, { minimum: 0.1, maximum: 0.99 }),
   referenceBytes: Field.positiveBytes("1 MiB"),
-  probe: Field.boolean(true)
+  probe: Field.boolean(true),
+  pending: Field.boolean(true)
 }).check(
   Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
   Field.ordered("floor", "initial", (c) => [c.floor, c.initial]),
@@ -247,6 +259,8 @@ export interface DeliveryRateState {
   readonly restoreFloor: number
   readonly probe: DrainProbe | undefined
   readonly probes: number
+  /** When running uploads last raised the minimum (`onPending`; `-Infinity`: not since the last sample settled it). */
+  readonly pendingAt: number
 }
 
 const emptyRound = (start: number): RoundStats => ({
@@ -519,9 +533,17 @@ const observeLoad = (r: RoundStats, sample: SignalBus.UploadSample): RoundStats 
   limited: r.limited || sample.inflightAtStart >= sample.limitAtStart
 })
 
-const onLatency = (s: DeliveryRateState, sample: SignalBus.UploadSample, value: number, now: number): DeliveryRateState => {
-  const c = s.config
+const onLatency = (s0: DeliveryRateState, sample: SignalBus.UploadSample, value: number, now: number): DeliveryRateState => {
+  const c = s0.config
+  const s = s0.pendingAt === -Infinity ? s0 : { ...s0, pendingAt: -Infinity }
   const fresh = { ...s, risen: emptyRound(now) }
+  // The first measurement after running uploads raised the minimum (to a
+  // lower bound: their age) measures the slower store itself, as the probe's
+  // drained measurement would: above that bound it is the new minimum (below,
+  // the usual rule lowers it).
+  if (s0.pendingAt > -Infinity && value >= s.minLatency) {
+    return { ...fresh, minLatency: value, minLatencyBytes: sample.bytes, minLatencyAt: now, confirmedInflight: sample.inflightAtStart }
+  }
   if (value < s.minLatency) {
     const faster = Number.isFinite(s.minLatency) && value * (1 + c.riseTolerance) <= s.minLatency && s.mode !== "probing"
     const next = { ...fresh, minLatency: value, minLatencyBytes: sample.bytes, minLatencyAt: now, confirmedInflight: sample.inflightAtStart }
@@ -627,6 +649,29 @@ const DRAIN_ROUNDS = 3
 /** Successes from above the throttled level that end a throttle episode (as AIMD and Throttle count them). */
 const CLEAR_SAMPLES = 3
 
+/**
+ * A store that got slower, seen before its first slow upload completes: half
+ * the object uploads running have run, size-normalised, ≥ (1 +
+ * `riseTolerance`)² × the minimum (the bar a risen minimum is taken at without
+ * the probe), and ≥ (1 + `riseTolerance`) × the in-flight they began at ÷ the
+ * in-flight that confirmed the minimum (the most a queue of ours could add).
+ * The median's age is a lower bound on the store's new latency and becomes the
+ * minimum: the BDP grows with it, as it would once those uploads completed,
+ * seconds later (a 20× slower store: 5.8 s for 18 MiB).
+ */
+const onPending = (s: DeliveryRateState, median: { readonly startedAt: number; readonly bytes: number; readonly inflightAtStart: number }, now: number): DeliveryRateState => {
+  const c = s.config
+  if (!c.probe || !c.pending || s.probe !== undefined || !Number.isFinite(s.minLatency)) return s
+  const value = (now - median.startedAt) / (1 + median.bytes / Math.max(1, s.reference.bytes))
+  // Our own queue raises latency at most in proportion to the in-flight
+  // beyond what was confirmed unqueued.
+  const grown = median.inflightAtStart / Math.max(1, s.confirmedInflight)
+  if (value < s.minLatency * (1 + c.riseTolerance) * Math.max(1 + c.riseTolerance, grown)) return s
+  // The gain cycle's up and down phases aim at in-flight fixed when they began: cruise sizes from the new BDP at once.
+  const mode = s.mode === "probeUp" || s.mode === "probeDown" ? "cruise" : s.mode
+  return { ...withMode(s, mode), minLatency: value, minLatencyBytes: median.bytes, minLatencyAt: now, confirmedInflight: median.inflightAtStart, risen: emptyRound(now), pendingAt: now }
+}
+
 /** The probe is due: the minimum went stale while uploads ran, or the probe ran out of time. */
 const onTime = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const c = s.config
@@ -715,13 +760,15 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState, Config
     priorInflight: 0,
     restoreFloor: 0,
     probe: undefined,
-    probes: 0
+    probes: 0,
+    pendingAt: -Infinity
   }),
   initial: (s) => ({ concurrency: s.proposed }),
   step: (s, signal, now) => {
     let next = s.round.start === -Infinity ? { ...s, round: emptyRound(now) } : s
     if (signal._tag === "UploadSample") next = onSample(next, signal, now)
     else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") next = onThrottle(next, signal, now)
+    else if (signal._tag === "Inflight" && signal.medianUpload !== undefined) next = onPending(next, signal.medianUpload, now)
     next = onTime(next, now)
     const value = target(next)
     return value === s.proposed ? { state: { ...next, proposed: value } } : { state: { ...next, proposed: value }, proposal: { concurrency: value } }
