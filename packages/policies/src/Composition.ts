@@ -261,10 +261,10 @@ export const parseResult = (spec: string, options: CompositionOptions = {}): Res
 
 /**
  * Parses a composition string — `fixed:N`, `aimd`, `deliveryrate`, `throttle`, `shared`,
- * `batch`, `gradient2`, `vegas` joined with `+`, or `default`
- * (`deliveryrate+throttle+shared+batch`) or `classic`
- * (`aimd+throttle+shared+batch`) — into the
- * policies' layer, each with its default config.
+ * `batch`, `gradient2`, `vegas` joined with `+`, or `default` ({@link defaults}:
+ * `deliveryrate+throttle+shared+batch` with {@link defaultsBase} on the first
+ * two) or `classic` (`aimd+throttle+shared+batch`) — into the policies' layer,
+ * each other name with its policy's default config.
  *
  * **Details**
  *
