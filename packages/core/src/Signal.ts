@@ -91,7 +91,22 @@ export interface InflightSignal {
    * that got slower shows here before its first slow upload completes; one
    * upload stuck on its own does not move it.
    */
-  readonly medianUpload?: { readonly startedAt: number; readonly bytes: number; readonly inflightAtStart: number } | undefined
+  readonly medianUpload?: RunningUpload | undefined
+}
+
+/**
+ * An object upload running now (`InflightSignal.medianUpload`,
+ * `PipelineStats.runningUploads`).
+ *
+ * @since 0.2.0
+ */
+export interface RunningUpload {
+  /** When it began (Clock ms). */
+  readonly startedAt: number
+  /** Its body's bytes. */
+  readonly bytes: number
+  /** Batches uploading when it began. */
+  readonly inflightAtStart: number
 }
 
 /**

@@ -6,7 +6,7 @@ import * as fc from "fast-check"
 import { Aimd, DeliveryRate } from "../src/index.ts"
 import * as Delivery from "../src/internal/Delivery.ts"
 import * as Ablation from "./ablation.ts"
-import { failure, mean, objectStoreLoop, range, sample, tick } from "./helpers.ts"
+import { failure, inflight, mean, objectStoreLoop, range, sample, tick } from "./helpers.ts"
 
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(DeliveryRate.DeliveryRateConfig)(input)
 const MiB = 1024 * 1024
@@ -200,12 +200,10 @@ describe("DeliveryRate (pure core)", () => {
       warm.push([sample(t, 8, { stage: "manifest_upload", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
       warm.push([sample(t, 8, { stage: "verify", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
     }
-    const inflight = (at: number, startedAt: number, inflightAtStart: number): SignalBusSignal => ({
-      _tag: "Inflight", at, batches: 16, bytes: 0, openBytes: 0, budgetBytes: 1 << 30,
-      medianUpload: { startedAt, bytes: 8 * MiB, inflightAtStart }
-    })
+    const running = (at: number, startedAt: number, inflightAtStart: number): SignalBusSignal =>
+      inflight(at, 0, 1 << 30, { startedAt, bytes: 8 * MiB, inflightAtStart })
     // Then the store turns 20× slower at t: nothing completes; half the uploads have run since t.
-    const slow = (inflightAtStart: number) => [1, 2, 3, 4].map((s) => [inflight(t + s * 1_000, t + 1, inflightAtStart), t + s * 1_000] as const)
+    const slow = (inflightAtStart: number) => [1, 2, 3, 4].map((s) => [running(t + s * 1_000, t + 1, inflightAtStart), t + s * 1_000] as const)
     const run = (c: DeliveryRate.DeliveryRateConfig, signals: ReadonlyArray<readonly [SignalBusSignal, number]>) => {
       const r = Policy.replay(DeliveryRate.policy, c, signals)
       return { min: r.state.minLatency, concurrency: r.state.proposed }
@@ -223,7 +221,7 @@ describe("DeliveryRate (pure core)", () => {
     // Raised early (at 0.7 s: a lower bound, ~5× the old minimum), then the
     // first requests to complete take 160 ms (20×): they set the minimum at once
     // instead of reading as a rise to drain for (the probe).
-    const early = inflight(t + 700, t + 1, 16)
+    const early = running(t + 700, t + 1, 16)
     const measured = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i) =>
       [sample(t + 3_000 + i, 160, { stage: "manifest_upload", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t + 3_000 + i] as const
     )

@@ -41,13 +41,14 @@ export const failure = (
   attempt: 1
 })
 
-export const inflight = (at: number, bytes: number, budgetBytes = 1000): SignalBus.InflightSignal => ({
+export const inflight = (at: number, bytes: number, budgetBytes = 1000, medianUpload?: SignalBus.RunningUpload): SignalBus.InflightSignal => ({
   _tag: "Inflight",
   at,
   batches: 1,
   bytes,
   openBytes: 0,
-  budgetBytes
+  budgetBytes,
+  medianUpload
 })
 
 const baseKnobs: Knob.KnobValues = {

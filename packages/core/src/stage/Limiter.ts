@@ -166,9 +166,6 @@ const fromGate = (gate: SemaphoreT.Semaphore, deps: LimiterDeps): Limiter => {
   }
 }
 
-/** Request ids of `runningUploads` (unique per process; a float counts exactly past any run's length). */
-let nextRequest = 0
-
 const measured = <A, E extends SinkFailure | VerificationFailed>(
   deps: LimiterDeps,
   stage: Stage,
@@ -182,9 +179,9 @@ const measured = <A, E extends SinkFailure | VerificationFailed>(
     const inflightAtStart = stats.uploading
     const limitAtStart = deps.knobs.current().concurrency
     stats.requests++
-    const id = nextRequest++
-    if (stage === "object_upload") stats.runningUploads.set(id, { startedAt, bytes, inflightAtStart })
-    const exit = yield* Effect.exit(request).pipe(Effect.ensuring(Effect.sync(() => stats.runningUploads.delete(id))))
+    const running = stage === "object_upload" ? { startedAt, bytes, inflightAtStart } : undefined
+    if (running !== undefined) stats.runningUploads.add(running)
+    const exit = yield* Effect.exit(request).pipe(Effect.ensuring(Effect.sync(() => running !== undefined && stats.runningUploads.delete(running))))
     const end = yield* Clock.currentTimeMillis
     // A successful put's local checksum time is not the store's latency.
     const local = Exit.isSuccess(exit) ? checksumMillisOf(exit.value) : 0

@@ -7,20 +7,7 @@
  * @since 0.2.0
  */
 import type { ReadGate } from "../Knob.ts"
-
-/**
- * An object upload running now (see `PipelineStats.runningUploads`).
- *
- * @since 0.2.0
- */
-export interface RunningUpload {
-  /** When it began (Clock ms). */
-  readonly startedAt: number
-  /** Its body's bytes. */
-  readonly bytes: number
-  /** Batches uploading when it began. */
-  readonly inflightAtStart: number
-}
+import type { RunningUpload } from "../Signal.ts"
 
 /**
  * Counters of a run, readable at any time (`PipelineHandle.stats()`) and
@@ -29,7 +16,7 @@ export interface RunningUpload {
  * **Details**
  *
  * Every field is a number, the read gate, a map with one entry per
- * partition (bounded by the partitions the source owns), or the map of
+ * partition (bounded by the partitions the source owns), or the set of
  * running uploads (bounded by the concurrency limit).
  *
  * **Example**
@@ -103,12 +90,12 @@ export interface PipelineStats {
    */
   partitionsHeld: number
   /**
-   * Limiter: the object uploads running now, by request: when each began, its
-   * bytes and the uploads in flight when it began (at most one per batch
-   * holding a permit: bounded by the concurrency limit). The ticker publishes
-   * their median (`Inflight.medianUpload`).
+   * Limiter: the object uploads running now: when each began, its bytes and
+   * the uploads in flight when it began (at most one per batch holding a
+   * permit: bounded by the concurrency limit). The ticker publishes their
+   * median (`Inflight.medianUpload`).
    */
-  readonly runningUploads: Map<number, RunningUpload>
+  readonly runningUploads: Set<RunningUpload>
 }
 
 /**
@@ -146,5 +133,5 @@ export const make = (readGate: ReadGate): PipelineStats => ({
   committed: new Map(),
   oldestUncommittedAgeMillis: 0,
   partitionsHeld: 0,
-  runningUploads: new Map()
+  runningUploads: new Set()
 })

@@ -22,9 +22,9 @@ import type { KnobValues } from "../Knob.ts"
 import { Attribute } from "../Metrics.ts"
 import type { Instruments } from "../Metrics.ts"
 import type { Sealer } from "../Sealer.ts"
-import type { Signal } from "../Signal.ts"
+import type { RunningUpload, Signal } from "../Signal.ts"
 import type { Source } from "../Source.ts"
-import type { PipelineStats, RunningUpload } from "./Stats.ts"
+import type { PipelineStats } from "./Stats.ts"
 
 /**
  * What the ticker needs from the pipeline.

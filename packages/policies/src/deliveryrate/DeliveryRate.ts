@@ -259,8 +259,8 @@ export interface DeliveryRateState {
   readonly restoreFloor: number
   readonly probe: DrainProbe | undefined
   readonly probes: number
-  /** When running uploads last raised the minimum (`onPending`; `-Infinity`: not since the last sample settled it). */
-  readonly pendingAt: number
+  /** Running uploads raised the minimum (`onPending`) and no measurement has settled it since. */
+  readonly pendingRaised: boolean
 }
 
 const emptyRound = (start: number): RoundStats => ({
@@ -535,13 +535,13 @@ const observeLoad = (r: RoundStats, sample: SignalBus.UploadSample): RoundStats 
 
 const onLatency = (s0: DeliveryRateState, sample: SignalBus.UploadSample, value: number, now: number): DeliveryRateState => {
   const c = s0.config
-  const s = s0.pendingAt === -Infinity ? s0 : { ...s0, pendingAt: -Infinity }
+  const s = s0.pendingRaised ? { ...s0, pendingRaised: false } : s0
   const fresh = { ...s, risen: emptyRound(now) }
   // The first measurement after running uploads raised the minimum (to a
   // lower bound: their age) measures the slower store itself, as the probe's
   // drained measurement would: above that bound it is the new minimum (below,
   // the usual rule lowers it).
-  if (s0.pendingAt > -Infinity && value >= s.minLatency) {
+  if (s0.pendingRaised && value >= s.minLatency) {
     return { ...fresh, minLatency: value, minLatencyBytes: sample.bytes, minLatencyAt: now, confirmedInflight: sample.inflightAtStart }
   }
   if (value < s.minLatency) {
@@ -659,7 +659,7 @@ const CLEAR_SAMPLES = 3
  * minimum: the BDP grows with it, as it would once those uploads completed,
  * seconds later (a 20× slower store: 5.8 s for 18 MiB).
  */
-const onPending = (s: DeliveryRateState, median: { readonly startedAt: number; readonly bytes: number; readonly inflightAtStart: number }, now: number): DeliveryRateState => {
+const onPending = (s: DeliveryRateState, median: SignalBus.RunningUpload, now: number): DeliveryRateState => {
   const c = s.config
   if (!c.probe || !c.pending || s.probe !== undefined || !Number.isFinite(s.minLatency)) return s
   const value = (now - median.startedAt) / (1 + median.bytes / Math.max(1, s.reference.bytes))
@@ -669,7 +669,7 @@ const onPending = (s: DeliveryRateState, median: { readonly startedAt: number; r
   if (value < s.minLatency * (1 + c.riseTolerance) * Math.max(1 + c.riseTolerance, grown)) return s
   // The gain cycle's up and down phases aim at in-flight fixed when they began: cruise sizes from the new BDP at once.
   const mode = s.mode === "probeUp" || s.mode === "probeDown" ? "cruise" : s.mode
-  return { ...withMode(s, mode), minLatency: value, minLatencyBytes: median.bytes, minLatencyAt: now, confirmedInflight: median.inflightAtStart, risen: emptyRound(now), pendingAt: now }
+  return { ...withMode(s, mode), minLatency: value, minLatencyBytes: median.bytes, minLatencyAt: now, confirmedInflight: median.inflightAtStart, risen: emptyRound(now), pendingRaised: true }
 }
 
 /** The probe is due: the minimum went stale while uploads ran, or the probe ran out of time. */
@@ -761,7 +761,7 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState, Config
     restoreFloor: 0,
     probe: undefined,
     probes: 0,
-    pendingAt: -Infinity
+    pendingRaised: false
   }),
   initial: (s) => ({ concurrency: s.proposed }),
   step: (s, signal, now) => {
