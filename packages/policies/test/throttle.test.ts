@@ -3,7 +3,7 @@ import { Classify, CubicRate, Throttle } from "@sluice/policies"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as Ablation from "./ablation.ts"
-import { failure, sample } from "./helpers.ts"
+import { failure, inflight, sample, tick } from "./helpers.ts"
 
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(Throttle.ThrottleConfig)(input)
 
@@ -209,6 +209,81 @@ describe("Throttle", () => {
     ])
     expect(state.mode).toBe("open")
     expect(state.limit).toBe(32)
+  })
+
+  describe("restores only a cut that costs something (restoreBusyShare)", () => {
+    // Ticks every 100 ms with the combined concurrency 8 in force, and the
+    // pipeline's batches uploading: `busy` of every 4 observations fill it.
+    const run = (c: Throttle.ThrottleConfig, busy: (t: number) => number, until: number) => {
+      let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 16 }), 100]]).state
+      const opened: Array<number> = []
+      for (let t = 200; t <= until; t += 100) {
+        s = Throttle.policy.step(s, tick(t), t).state
+        const full = (t / 100) % 4 < busy(t)
+        s = Throttle.policy.step(s, { ...inflight(t, 0), batches: full ? 8 : 2 }, t).state
+        if (s.mode === "open" && opened.length === 0) opened.push(t)
+      }
+      return { state: s, openedAt: opened[0] }
+    }
+
+    it("a cut limit the batches seldom fill is kept past restoreAfterMillis: a probe above it would cost throttles for nothing", () => {
+      const c = config({ restoreAfterMillis: 10_000 })
+      // One observation in four at the limit is the bar; none reach it here.
+      const { state, openedAt } = run(c, () => 0, 60_000)
+      expect(openedAt).toBeUndefined()
+      expect(state.mode).not.toBe("open")
+      expect(state.limit).toBeLessThan(16)
+    })
+
+    it("restores within a window of the batches filling it, and at restoreAfterMillis when they always did", () => {
+      const c = config({ restoreAfterMillis: 10_000 })
+      // Idle until 30 s, then filled 2 observations in 4 (above the 0.25 bar).
+      const later = run(c, (t) => (t < 30_000 ? 0 : 2), 60_000)
+      expect(later.openedAt).toBeGreaterThan(30_000)
+      expect(later.openedAt).toBeLessThanOrEqual(30_000 + 2 * c.restoreAfterMillis)
+      expect(later.state.limit).toBe(16)
+      const always = run(c, () => 4, 60_000)
+      expect(always.openedAt).toBeGreaterThanOrEqual(100 + c.restoreAfterMillis)
+      expect(always.openedAt).toBeLessThan(100 + c.restoreAfterMillis + 200)
+    })
+
+    it("with rateOnFirstCut: false, a throttle after a quiet window the restore was withheld in cuts concurrency only, as a first round would; one soon after it cuts the rate", () => {
+      const c = config({ restoreAfterMillis: 10_000, firstBeta: 0.7, rateOnFirstCut: false })
+      const idle = run(c, () => 0, 30_000).state
+      expect(idle.mode).not.toBe("open")
+      expect(idle.proposed.rate).toBeUndefined()
+      const probe = { ...failure(30_100, "Throttled", { startedAt: 30_050, limitAtStart: 16 }), inflightAtStart: Math.floor(idle.limit) }
+      const crossed = Throttle.policy.step(idle, probe, 30_100).state
+      expect(crossed.proposed.rate).toBeUndefined()
+      expect(crossed.lastCutAt).toBe(30_100)
+      const again = { ...failure(30_500, "Throttled", { startedAt: 30_200, limitAtStart: Math.floor(crossed.limit) }), inflightAtStart: Math.floor(crossed.limit) }
+      const under = Throttle.policy.step(crossed, again, 30_500).state
+      expect(under.proposed.rate).toBeDefined()
+    })
+
+    it("restoreBusyShare: 0 restores at restoreAfterMillis whatever the load (as before)", () => {
+      const c = config({ restoreAfterMillis: 10_000, restoreBusyShare: 0 })
+      const { openedAt } = run(c, () => 0, 60_000)
+      expect(openedAt).toBeGreaterThanOrEqual(100 + c.restoreAfterMillis)
+      expect(openedAt).toBeLessThan(100 + c.restoreAfterMillis + 200)
+    })
+
+    it("an idle limit is not grown above the known-clean level either, but the rate limit is released", () => {
+      const c = config({ restoreAfterMillis: 10_000, rateOnFirstCut: true })
+      let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 16 }), 100]]).state
+      expect(s.proposed.rate).toBeDefined()
+      const known = s.throttledAt - 1
+      // Until 25 s: before `rateReleaseAfterMillis` (30 s) could release the rate on its own.
+      for (let t = 200, i = 0; t <= 25_000; t += 100, i++) {
+        s = Throttle.policy.step(s, tick(t), t).state
+        s = Throttle.policy.step(s, { ...inflight(t, 0), batches: 2 }, t).state
+        // Successes at the known-clean level, far more than the plateau asks.
+        if (i % 2 === 0) s = Throttle.policy.step(s, sample(t, 50, { startedAt: t - 50, inflightAtStart: known, limitAtStart: known }), t).state
+      }
+      expect(s.plateau).toBeGreaterThan(c.probeAboveAfter)
+      expect(s.limit).toBe(known)
+      expect(s.proposed.rate).toBeUndefined()
+    })
   })
 
   it("provides a retry policy: Retry-After honoured, fatal never retried", () => {

@@ -17,7 +17,12 @@
  * - **Restore probe** (BBR): after `restoreAfterMillis` without a throttle, the
  *   concurrency limit is restored to the value in force before the episode and
  *   withdrawn, and the rate limit is released (also after `rateReleaseAfterMillis`
- *   once back at its pre-throttle maximum, whichever comes first).
+ *   once back at its pre-throttle maximum, whichever comes first) — when the
+ *   cut limit costs something: the pipeline's batches filled the concurrency
+ *   in force at least `restoreBusyShare` of that time (the `Inflight` and
+ *   `Tick` signals). A limit the pipeline seldom fills is not worth the
+ *   throttles a probe above it costs (RFC 7661: a window that is not used is
+ *   not grown); the time is measured again, window by window, until it is.
  * - `Transient` and `Fatal` failures never cut anything. `Fatal` is never
  *   retried; Retry-After is always honoured.
  *
@@ -58,6 +63,7 @@ type Proposal = Knob.Proposal
  * | `maxElapsedMillis` | 15 min | > 0 | give up once one batch has been failing this long (the core's default budget) |
  * | `clearSamples` | 3 | ≥ 1 | successes in a row from above the episode's throttle level that restore early (the storm has cleared) |
  * | `probeAboveAfter` | 72 | ≥ 1 | successes at the level just below the episode's throttle level before growing above it again |
+ * | `restoreBusyShare` | 0.25 | 0 – 1 | the timed restore waits until, over `restoreAfterMillis`, batches filled the concurrency in force at least this share of the time (0: restore regardless; no `Inflight` signals: regardless) |
  * | `restore` | true | | the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+step` per round above the throttled level and the rate limit is never released |
  * | `seed` | 7 | int | seed of the retry jitter when the pipeline gives no batch key |
  *
@@ -83,6 +89,7 @@ export const ThrottleConfig = Schema.Struct({
   maxElapsedMillis: Field.positiveMillis(RetryPolicy.defaultBudget.maxElapsedMillis),
   clearSamples: Field.int(3, 1),
   probeAboveAfter: Field.int(72, 1),
+  restoreBusyShare: Field.number(0.25, { minimum: 0, maximum: 1 }),
   restore: Field.boolean(true),
   seed: Field.int(7, 0, 0xffffffff)
 }).check(Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
@@ -124,6 +131,21 @@ export interface ThrottleState {
   readonly clear: number
   /** Successes since the limit reached the level just below `throttledAt` (the plateau). */
   readonly plateau: number
+  /** The combined concurrency in force (the last `Tick`'s; `Infinity` before one). */
+  readonly knob: number
+  /** The restore window: when it began, `Inflight` observations in it, and those with batches filling `knob`. */
+  readonly busy: BusyWindow
+}
+
+/**
+ * How much of a window the pipeline's batches filled the concurrency in force.
+ *
+ * @since 0.2.0
+ */
+export interface BusyWindow {
+  readonly since: number
+  readonly observed: number
+  readonly full: number
 }
 
 const rateConfig = (c: ThrottleConfig): CubicRate.CubicRateConfig => ({
@@ -178,6 +200,7 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
       : Math.max(c.floor, from * (s.mode === "open" ? c.firstBeta : c.beta)),
     lastCutAt: now,
     plateau: 0,
+    busy: { since: now, observed: 0, full: 0 },
     // With `rateOnFirstCut: false` an episode's first cut is concurrency only:
     // one round of throttles is a probe crossing the store's level, and the
     // concurrency cut answers it; a round throttled under the cut limit says
@@ -185,9 +208,18 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
     // 0.7 × a completion rate measured in 0.5 s buckets and capped at 2× it,
     // fell with the completions the cut itself delayed: on a store 10× slower
     // it held the ~55 uploads needed to 8–26 requests/s for ~10 s.)
-    rate: CubicRate.update(rateConfig(c), s.rate, now, s.mode !== "open" || c.rateOnFirstCut)
+    // A throttle after a quiet `restoreAfterMillis` is a first round too: the
+    // restore that window would have brought was only withheld because the
+    // cut limit cost nothing (`restoreBusyShare`), and the throttle is the
+    // plateau's probe crossing the known level, not a sign that concurrency
+    // is not enough (seed 11 of throttle-storm: cut to 1.5 requests/s for 10 s).
+    rate: CubicRate.update(rateConfig(c), s.rate, now, c.rateOnFirstCut || (s.mode !== "open" && !quietBefore(s, now)))
   }
 }
+
+/** No throttle for a whole `restoreAfterMillis` (with the restore probe on: the ablation keeps the old rule). */
+const quietBefore = (s: ThrottleState, now: number): boolean =>
+  s.config.restore && now - s.lastThrottleAt >= s.config.restoreAfterMillis
 
 /**
  * The storm has cleared: `clearSamples` requests in a row, started after the
@@ -217,7 +249,7 @@ const onSuccess = (s: ThrottleState, startedAt: number, now: number, inflightAtS
     c.ceiling,
     below
       ? Math.min(known, s.limit + c.step)
-      : plateau >= c.probeAboveAfter
+      : plateau >= c.probeAboveAfter && filled(s)
       ? s.limit + c.step / Math.max(1, s.limit)
       : s.limit
   )
@@ -239,9 +271,37 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
   // The measured send rate is kept: the next episode cuts from it (a reset
   // measurement made the next throttle cut the rate to `minRate`).
   const rate = CubicRate.rate(s.rate) === null ? s.rate : { ...s.rate, enabled: false }
+  if (!cleared && s.mode !== "open" && !worthProbing(s, now)) {
+    // The concurrency cut cost nothing over a full window: it stays (a probe
+    // above it would cost throttles for nothing) and the next window is
+    // measured. The rate is released all the same: under the cut concurrency
+    // it only delays the bursts the pipeline sends.
+    const window = now - s.busy.since >= s.config.restoreAfterMillis ? { since: now, observed: 0, full: 0 } : s.busy
+    return window === s.busy && rate === s.rate ? s : { ...s, rate, busy: window }
+  }
   if (s.mode !== "open") return { ...s, mode: "open", limit: s.saved, rate, throttledAt: Infinity, clear: 0 }
   return rate === s.rate ? s : { ...s, rate }
 }
+
+/**
+ * The timed restore probes above a level the store throttled: worth its
+ * throttles only when the cut limit costs something. Over a whole window
+ * (`restoreAfterMillis`), batches filled the concurrency in force at least
+ * `restoreBusyShare` of the time (no observations: no evidence, probe).
+ */
+const worthProbing = (s: ThrottleState, now: number): boolean => {
+  const b = s.busy
+  return b.observed === 0 || (now - b.since >= s.config.restoreAfterMillis && filled(s))
+}
+
+/** Batches have filled the concurrency in force at least `restoreBusyShare` of the window so far (no observations: yes). */
+const filled = (s: ThrottleState): boolean =>
+  s.busy.observed === 0 || s.busy.full >= s.config.restoreBusyShare * s.busy.observed
+
+const observeInflight = (s: ThrottleState, batches: number): ThrottleState =>
+  s.mode === "open"
+    ? s
+    : { ...s, busy: { ...s.busy, observed: s.busy.observed + 1, full: s.busy.full + (batches >= s.knob ? 1 : 0) } }
 
 /**
  * The throttle policy core.
@@ -254,7 +314,9 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
  * **Details**
  *
  * Floor `floor`; ceiling `ceiling`; probe `RestoreProbe` after
- * `restoreAfterMillis` without a throttle (`restore: false` disables it).
+ * `restoreAfterMillis` without a throttle, once the pipeline's batches fill the
+ * cut limit `restoreBusyShare` of a window (at the floor they do; `restore:
+ * false` disables it).
  *
  * **Example**
  *
@@ -291,7 +353,9 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<t
     throttles: 0,
     throttledAt: Infinity,
     clear: 0,
-    plateau: 0
+    plateau: 0,
+    knob: Infinity,
+    busy: { since: -Infinity, observed: 0, full: 0 }
   }),
   initial: () => ({}),
   step: (s, signal, now) => {
@@ -301,6 +365,10 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<t
       else if (signal.failure.stage === "object_upload") next = onSuccess(s, -Infinity, now)
     } else if (signal._tag === "UploadSample" && signal.stage === "object_upload") {
       next = onSuccess(s, signal.startedAt, now, signal.inflightAtStart)
+    } else if (signal._tag === "Tick") {
+      next = signal.knobs.concurrency === s.knob ? s : { ...s, knob: signal.knobs.concurrency }
+    } else if (signal._tag === "Inflight") {
+      next = observeInflight(s, signal.batches)
     }
     return emit(s, restore(next, now))
   }
