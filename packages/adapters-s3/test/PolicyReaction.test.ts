@@ -2,7 +2,9 @@
  * The policies react to real throttles from the real SDK: a SlowDown storm from
  * the fault proxy cuts upload concurrency and sets a client-side request rate,
  * retries of a throttled object are spaced out (never re-sent at the rate that was
- * throttled), and nothing is committed before it is verified.
+ * throttled), and nothing is committed before it is verified. After the storm,
+ * the cut is restored only when the pipeline's batches fill it (`restoreBusyShare`):
+ * a trickle that never does keeps the cut, a steady flow gets the old limit back.
  */
 import { Fixed, Memory, Pipeline } from "@sluice/core"
 import type { Knob } from "@sluice/core"
@@ -63,4 +65,60 @@ describe("policy reaction to real throttles", () => {
     expect(violations).toEqual([])
     for (let p = 0; p < partitions; p++) expect(source.committed.get(p)).toBe(records)
   })
+
+  // Two SlowDowns early on, then the same pipeline fed two ways for ~5 s: a trickle
+  // (one partition, a 500-record batch every 800 ms: uploads are idle most of the
+  // time, even one at a time) and a steady flow (four partitions, a batch each
+  // every 20 ms: the cut limit is full). Throttle's timed restore comes after 1 s
+  // without a throttle, only where the cut costs. (Four partitions sealing together
+  // every 500 ms did fill a limit of 1 a third of the time: three batches waited
+  // behind each upload, and the cut was rightly restored.)
+  const stormThen = (partitions: number, intervalMillis: number, rounds: number) =>
+    Effect.scoped(Effect.gen(function*() {
+      const bucket = yield* Effect.promise(() => Env.newBucket("busy"))
+      const proxy = yield* FaultProxy.make(Env.env().endpoint, [
+        { method: "PUT", path: /\.rec$/, skip: 1, times: 2, fault: FaultProxy.slowDown() }
+      ])
+      const s3 = yield* S3Sink.make(Env.sinkConfig(bucket, {}, proxy.endpoint))
+      const source = Memory.source({ name: "orders", partitions, records: 500 * rounds, recordBytes: 100, chunkRecords: 500, intervalMillis })
+      const g = CommitGuard.guard(s3, source)
+      const handle = yield* Pipeline.start({
+        source: g.source,
+        sink: g.sink,
+        config: { batch: { records: 500 }, tick: 20 },
+        policies: Layer.mergeAll(
+          Fixed.layer({ concurrency: 8 }),
+          Throttle.layer({ throttleRetryBaseMillis: 50, restoreAfterMillis: "1 second" })
+        )
+      })
+      const seen: Array<{ readonly at: number; readonly concurrency: number }> = []
+      yield* handle.knobs.changes.pipe(
+        Stream.runForEach((v) => Effect.sync(() => void seen.push({ at: Date.now(), concurrency: v.concurrency }))),
+        Effect.forkScoped
+      )
+      const stats = yield* handle.await
+      const throttledAt = proxy.hits.filter((h) => h.fault === "Error").map((h) => h.at)
+      return { stats, seen, end: Date.now(), lastThrottle: Math.max(...throttledAt), throttles: throttledAt.length, violations: g.violations, source, partitions }
+    }))
+
+  it("after a storm, a cut the pipeline never fills is kept past restoreAfterMillis; one it fills is restored (restoreBusyShare)", async () => {
+    const trickle = await Effect.runPromise(stormThen(1, 800, 8))
+    const flow = await Effect.runPromise(stormThen(4, 20, 250))
+    for (const run of [trickle, flow]) {
+      expect(run.throttles).toBe(2)
+      expect(run.stats.recordsCommitted).toBe(run.partitions * run.source.committed.get(0)!)
+      expect(run.violations).toEqual([])
+      expect(Math.min(...run.seen.map((v) => v.concurrency))).toBeLessThan(8)
+      // The run went on for > 3 restore windows after the last throttle.
+      expect(run.end - run.lastThrottle).toBeGreaterThan(3_000)
+    }
+    for (let p = 0; p < trickle.partitions; p++) expect(trickle.source.committed.get(p)).toBe(4_000)
+    for (let p = 0; p < flow.partitions; p++) expect(flow.source.committed.get(p)).toBe(125_000)
+    // The trickle: still cut at the end, > 3 s after the last throttle.
+    expect(trickle.seen.at(-1)?.concurrency).toBeLessThan(8)
+    // The steady flow: 8 again within 3 s of the last throttle.
+    const back = flow.seen.find((v) => v.at > flow.lastThrottle && v.concurrency === 8)
+    expect(back).toBeDefined()
+    expect((back?.at ?? Infinity) - flow.lastThrottle).toBeLessThan(3_000)
+  }, 60_000)
 })
