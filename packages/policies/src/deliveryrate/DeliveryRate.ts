@@ -666,7 +666,7 @@ const CLEAR_SAMPLES = 3
 const onPending = (s: DeliveryRateState, median: SignalBus.RunningUpload, now: number): DeliveryRateState => {
   const c = s.config
   if (!c.probe || !c.pending || s.probe !== undefined || !Number.isFinite(s.minLatency)) return s
-  const value = (now - median.startedAt) / (1 + median.bytes / Math.max(1, s.reference.bytes))
+  const value = Latency.normalised({ latencyMillis: now - median.startedAt, bytes: median.bytes }, s.reference.bytes)
   // Our own queue raises latency at most in proportion to the in-flight
   // beyond what was confirmed unqueued.
   const grown = median.inflightAtStart / Math.max(1, s.confirmedInflight)

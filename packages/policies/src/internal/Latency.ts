@@ -18,7 +18,7 @@ type UploadSample = SignalBus.UploadSample
  * `ref` bytes (transfer dominates). Samples with `bytes = 0` (manifests, HEADs)
  * are unchanged.
  */
-export const normalised = (sample: UploadSample, referenceBytes: number): number =>
+export const normalised = (sample: Pick<UploadSample, "latencyMillis" | "bytes">, referenceBytes: number): number =>
   sample.latencyMillis / (1 + sample.bytes / Math.max(1, referenceBytes))
 
 /** EWMA of a value and of its absolute deviation (RFC 6298 style). */
