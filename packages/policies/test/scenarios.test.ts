@@ -129,7 +129,7 @@ describe("scenarios", () => {
     const rates: Record<string, number> = {}
     for (const seed of [tuned.seed, ...HELD_OUT_SEEDS]) {
       const { trace } = await run({ ...tuned, seed }, "default", Composition.parse("default"))
-      // Storm from 30 s to 90 s. Measured 0–0.7 %; 1.4–5.1 % before Throttle
+      // Storm from 30 s to 90 s. Measured 0–0.4 %; 1.4–5.1 % before Throttle
       // kept a cut limit the pipeline seldom filled (`restoreBusyShare`).
       rates[`throttle-storm@${seed}`] = round(throttleRateBetween(trace, 40_000, 90_000))
     }

@@ -235,6 +235,18 @@ describe("Throttle", () => {
       expect(state.limit).toBeLessThan(16)
     })
 
+    it("a window just measured idle is not passed by the next signal: its reset leaves no observations, which is no evidence to restore on", () => {
+      const c = config({ restoreAfterMillis: 10_000 })
+      let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 16 }), 100]]).state
+      // The pipeline's order within a tick: Inflight, then Tick (and samples between ticks).
+      for (let t = 200; t <= 60_000; t += 100) {
+        s = Throttle.policy.step(s, { ...inflight(t, 0), batches: 2 }, t).state
+        s = Throttle.policy.step(s, tick(t), t).state
+        s = Throttle.policy.step(s, sample(t + 50, 20, { inflightAtStart: 2, limitAtStart: 8 }), t + 50).state
+        expect(s.mode, `t = ${t}`).not.toBe("open")
+      }
+    })
+
     it("restores within a window of the batches filling it, and at restoreAfterMillis when they always did", () => {
       const c = config({ restoreAfterMillis: 10_000 })
       // Idle until 30 s, then filled 2 observations in 4 (above the 0.25 bar).

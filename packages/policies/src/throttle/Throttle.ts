@@ -286,13 +286,12 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
 /**
  * The timed restore probes above a level the store throttled: worth its
  * throttles only when the cut limit costs something. Over a whole window
- * (`restoreAfterMillis`), batches filled the concurrency in force at least
- * `restoreBusyShare` of the time (no observations: no evidence, probe).
+ * (`restoreAfterMillis`, begun at the cut: `restore` has already waited that
+ * long since the last throttle), batches filled the concurrency in force at
+ * least `restoreBusyShare` of the time (no observations: no evidence, probe).
  */
-const worthProbing = (s: ThrottleState, now: number): boolean => {
-  const b = s.busy
-  return b.observed === 0 || (now - b.since >= s.config.restoreAfterMillis && filled(s))
-}
+const worthProbing = (s: ThrottleState, now: number): boolean =>
+  now - s.busy.since >= s.config.restoreAfterMillis && filled(s)
 
 /** Batches have filled the concurrency in force at least `restoreBusyShare` of the window so far (no observations: yes). */
 const filled = (s: ThrottleState): boolean =>
