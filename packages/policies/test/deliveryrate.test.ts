@@ -246,17 +246,6 @@ describe("DeliveryRate (pure core)", () => {
     }
   })
 
-  it("a throttle cuts by at least one upload: ×throttleBeta rounded up is no cut at small in-flight (5 × 0.85 → 5)", () => {
-    for (const [from, beta] of [[5, 0.85], [6, 0.85], [3, 0.7], [20, 0.85]] as const) {
-      const c = config({ initial: from, throttleBeta: beta })
-      const throttled = failure(1_000, "Throttled", { startedAt: 900, limitAtStart: from })
-      const { proposals } = Policy.replay(DeliveryRate.policy, c, [[tick(10), 10], [throttled, 1_000]])
-      const cut = proposals.at(-1)?.[1].concurrency
-      expect(cut, `${from} × ${beta}`).toBe(Math.max(1, Math.min(Math.ceil(from * beta - 1e-9), from - 1)))
-      expect(cut, `${from} × ${beta}`).toBeLessThan(from)
-    }
-  })
-
   it("after a throttle storm clears, in-flight goes straight back to what it was before (BBR's prior_cwnd)", () => {
     for (const seed of [1, 2, 3]) {
       const stormy = { ...store, knee: 32, untilMillis: 70_000, seed, throttleAbove: (t: number) => (t >= 30_000 && t < 40_000 ? 2 : Infinity) }

@@ -63,10 +63,8 @@
  * this).
  *
  * **Throttles** (classified `Throttled`, as the throttle classifier says; once
- * per round): with `from = min(limit, in flight)`,
- * `inflightHi := max(floor, min(from × throttleBeta, from − 1))` (BBRv2's
- * `inflight_hi`; at least one upload below the throttled level: ×0.85,
- * rounded up, stays at it up to 6 uploads), and `startup`/`probeUp` end. `probeUp` raises
+ * per round): `inflightHi := max(floor, min(limit, in flight) × throttleBeta)`
+ * (BBRv2's `inflight_hi`), and `startup`/`probeUp` end. `probeUp` raises
  * `inflightHi` again to each level it reaches without a throttle, by +1, +2,
  * +4, … per round. `Transient` and `Fatal` failures change nothing.
  *
@@ -620,9 +618,7 @@ const onThrottle = (s: DeliveryRateState, f: SignalBus.FailureSignal, now: numbe
   // in flight than the cut allows, measured the old regime.
   if (f.startedAt < s.lastCutAt || (s.lastCutAt > -Infinity && f.inflightAtStart > s.proposed)) return counted
   const from = Math.min(s.proposed, Math.max(c.floor, f.inflightAtStart))
-  // At least one upload fewer: uploads are whole and the bound is rounded up,
-  // so ×0.85 from 5 (4.25) proposed 5 again, the level just throttled.
-  const inflightHi = Math.max(c.floor, Math.min(from * c.throttleBeta, from - 1))
+  const inflightHi = Math.max(c.floor, from * c.throttleBeta)
   const mode = s.mode === "startup" ? "drain" : s.mode === "probeUp" ? "probeDown" : s.mode
   const priorInflight = s.throttledAt === Infinity ? Math.max(s.round.inflight, s.lastRound.inflight) : s.priorInflight
   return { ...withMode(counted, mode), inflightHi, lastCutAt: now, priorInflight, restoreFloor: 0 }
