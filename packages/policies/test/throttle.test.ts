@@ -212,10 +212,13 @@ describe("Throttle", () => {
   })
 
   describe("restores only a cut that costs something (restoreBusyShare)", () => {
+    // One throttle at 100 ms (a request begun at 16 in flight): the episode every case starts from.
+    const cutAt100 = (c: Throttle.ThrottleConfig) =>
+      Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 16 }), 100]]).state
     // Ticks every 100 ms with the combined concurrency 8 in force, and the
     // pipeline's batches uploading: `busy` of every 4 observations fill it.
     const run = (c: Throttle.ThrottleConfig, busy: (t: number) => number, until: number) => {
-      let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 16 }), 100]]).state
+      let s = cutAt100(c)
       const opened: Array<number> = []
       for (let t = 200; t <= until; t += 100) {
         s = Throttle.policy.step(s, tick(t), t).state
@@ -237,7 +240,7 @@ describe("Throttle", () => {
 
     it("a window just measured idle is not passed by the next signal: its reset leaves no observations, which is no evidence to restore on", () => {
       const c = config({ restoreAfterMillis: 10_000 })
-      let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 16 }), 100]]).state
+      let s = cutAt100(c)
       // The pipeline's order within a tick: Inflight, then Tick (and samples between ticks).
       for (let t = 200; t <= 60_000; t += 100) {
         s = Throttle.policy.step(s, { ...inflight(t, 0), batches: 2 }, t).state
@@ -282,7 +285,7 @@ describe("Throttle", () => {
 
     it("an idle limit is not grown above the known-clean level either, but the rate limit is released", () => {
       const c = config({ restoreAfterMillis: 10_000, rateOnFirstCut: true })
-      let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 16 }), 100]]).state
+      let s = cutAt100(c)
       expect(s.proposed.rate).toBeDefined()
       const known = s.throttledAt - 1
       // Until 25 s: before `rateReleaseAfterMillis` (30 s) could release the rate on its own.

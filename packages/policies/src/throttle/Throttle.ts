@@ -148,6 +148,9 @@ export interface BusyWindow {
   readonly full: number
 }
 
+/** A restore window beginning at `since`, nothing observed yet. */
+const emptyWindow = (since: number): BusyWindow => ({ since, observed: 0, full: 0 })
+
 const rateConfig = (c: ThrottleConfig): CubicRate.CubicRateConfig => ({
   beta: c.rateBeta,
   scale: c.rateScale,
@@ -200,7 +203,7 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
       : Math.max(c.floor, from * (s.mode === "open" ? c.firstBeta : c.beta)),
     lastCutAt: now,
     plateau: 0,
-    busy: { since: now, observed: 0, full: 0 },
+    busy: emptyWindow(now),
     // With `rateOnFirstCut: false` an episode's first cut is concurrency only:
     // one round of throttles is a probe crossing the store's level, and the
     // concurrency cut answers it; a round throttled under the cut limit says
@@ -276,7 +279,7 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
     // above it would cost throttles for nothing) and the next window is
     // measured. The rate is released all the same: under the cut concurrency
     // it only delays the bursts the pipeline sends.
-    const window = now - s.busy.since >= s.config.restoreAfterMillis ? { since: now, observed: 0, full: 0 } : s.busy
+    const window = now - s.busy.since >= s.config.restoreAfterMillis ? emptyWindow(now) : s.busy
     return window === s.busy && rate === s.rate ? s : { ...s, rate, busy: window }
   }
   if (s.mode !== "open") return { ...s, mode: "open", limit: s.saved, rate, throttledAt: Infinity, clear: 0 }
@@ -354,7 +357,7 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<t
     clear: 0,
     plateau: 0,
     knob: Infinity,
-    busy: { since: -Infinity, observed: 0, full: 0 }
+    busy: emptyWindow(-Infinity)
   }),
   initial: () => ({}),
   step: (s, signal, now) => {
