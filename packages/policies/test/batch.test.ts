@@ -58,7 +58,10 @@ const drive = (c: AdaptiveBatch.AdaptiveBatchConfig, a: number, bPerMiB: number,
  * that when the store queues), its manifest and verification (`a`, × `queue`),
  * the limit in force (`Tick`) and bytes held.
  */
-const memoryBound = (c: AdaptiveBatch.AdaptiveBatchConfig, options: { readonly limit: number; readonly uploading: number; readonly queue?: (t: number) => number; readonly until: number }) => {
+const memoryBound = (
+  c: AdaptiveBatch.AdaptiveBatchConfig,
+  options: { readonly limit: number; readonly uploading: number; readonly queue?: (t: number) => number; readonly until: number; readonly fill?: number }
+) => {
   let s = AdaptiveBatch.policy.init(c)
   let target = s.target
   const budget = 1024 * MiB
@@ -69,7 +72,7 @@ const memoryBound = (c: AdaptiveBatch.AdaptiveBatchConfig, options: { readonly l
       sample(t, 80 * q, { stage: "manifest_upload", bytes: 0 }),
       sample(t, 80 * q, { stage: "verify", bytes: 0 }),
       { _tag: "Tick", at: t, knobs: { concurrency: options.limit, batchTarget: { records: 1_000_000, bytes: target, maxAgeMillis: 5_000 }, readGate: "open", rate: null } },
-      { _tag: "Inflight", at: t + 1, batches: options.uploading, bytes: 0.95 * budget, openBytes: 0.1 * budget, budgetBytes: budget }
+      { _tag: "Inflight", at: t + 1, batches: options.uploading, bytes: (options.fill ?? 0.95) * budget, openBytes: 0.1 * budget, budgetBytes: budget }
     ]
     for (const signal of signals) {
       const r = AdaptiveBatch.policy.step(s, signal, signal.at)
@@ -111,6 +114,37 @@ describe("AdaptiveBatch", () => {
     expect(memoryBound(config({ initialBytes: "12 MiB" }), { limit: 20, uploading: 20, until: 20_000 })).toBe(18 * MiB)
   })
 
+
+  it("queued (memory full, the store queueing, its floor where it was): grows down to growQueued", () => {
+    // Overhead 3 × 80 ms against 160 ms per MiB: 9.4 % at 16 MiB, under
+    // growAbove (10 %), so unqueued the target holds. A store at its knee
+    // queues our requests in bursts: most wait 2.5×, some still find it idle
+    // (the floor stays at 80 ms). Then a slot's carry is the throughput: grow
+    // while overhead > 5 % — to 24 MiB (6.3 %), then 36 MiB (4.2 %).
+    const burst = (t: number) => (t % 1_000 === 0 ? 1 : 2.5)
+    const c = config({ initialBytes: "16 MiB" })
+    expect(memoryBound(c, { limit: 50, uploading: 50, queue: burst, until: 20_000 })).toBe(36 * MiB)
+    expect(memoryBound(c, { limit: 50, uploading: 50, until: 20_000 })).toBe(16 * MiB)
+    // Memory not full: the pipeline has room for more uploads, nothing to buy with bigger objects.
+    expect(memoryBound(c, { limit: 50, uploading: 50, queue: burst, until: 20_000, fill: 0.5 })).toBe(16 * MiB)
+    // A store that got 2.5× slower raises even the fastest request: not a queue.
+    const slower = (t: number) => (t < 2_000 ? 1 : 2.5)
+    expect(memoryBound(c, { limit: 50, uploading: 50, queue: slower, until: 20_000 })).toBe(16 * MiB)
+    // Slower from inside a window, that window still holds the old floor and
+    // reads as queued: one step (24 MiB), never more — the next windows see
+    // the floor moved.
+    const midWindow = (t: number) => (t < 1_000 ? 1 : 2.5)
+    expect(memoryBound(c, { limit: 50, uploading: 50, queue: midWindow, until: 20_000 })).toBe(24 * MiB)
+    // A shallow queue (1.3×) would not survive the growth: ×1.5 bigger objects
+    // mean up to 1.5× fewer uploads.
+    const shallow = (t: number) => (t % 1_000 === 0 ? 1 : 1.3)
+    expect(memoryBound(c, { limit: 50, uploading: 50, queue: shallow, until: 20_000 })).toBe(16 * MiB)
+    // Nor a queue (1.8×) that one step uses up: at 24 MiB memory holds 32
+    // uploads, the store's knee takes ~29 of the 50 (50 ÷ 1.7); at 36 MiB it
+    // would hold 21, under the knee.
+    const moderate = (t: number) => (t % 1_000 === 0 ? 1 : 1.8)
+    expect(memoryBound(c, { limit: 50, uploading: 50, queue: moderate, until: 20_000 })).toBe(24 * MiB)
+  })
 
   it("fits latency ≈ a + b·bytes", () => {
     let f = AdaptiveBatch.emptyFit
@@ -197,8 +231,10 @@ describe("AdaptiveBatch", () => {
     expect(aged.proposals[0]?.[1]).toEqual({ batchTarget: { bytes: 8 * MiB, records: 1_000_000, maxAgeMillis: 30_000 } })
   })
 
-  it("rejects a shrink threshold without hysteresis, naming the field", () => {
+  it("rejects a shrink threshold without hysteresis, and a queued line above growAbove, naming the field", () => {
     expect(() => config({ shrinkBelow: 0.1 })).toThrow(/shrinkBelow/)
+    expect(() => config({ shrinkBelow: 0.04 })).toThrow(/shrinkBelow/)
+    expect(() => config({ growQueued: 0.2 })).toThrow(/growQueued/)
   })
 
   it("rejects inconsistent sizes, naming the field", () => {

@@ -143,6 +143,28 @@ describe("DeliveryRate (pure core)", () => {
     expect(range(aimd.series, 60_000, 90_000)[1]).toBeLessThan(range(dr.series, 60_000, 90_000)[0])
   })
 
+  it("sizes the slot with the first measured a / b at once, then smooths it (1 % per object)", () => {
+    // The far store: a = 20 ms per request, b = 62.5 ms per MiB, so a / b =
+    // 0.32 MiB. Started from referenceBytes (1 MiB) and moved 1 % per object,
+    // the slot (and the BDP) stayed up to 2.5× too small for ~100 objects.
+    const c = config()
+    let s = DeliveryRate.policy.init(c)
+    const feed = (signal: SignalBusSignal) => {
+      s = DeliveryRate.policy.step(s, signal, signal.at).state
+    }
+    feed(sample(1_000, 20, { stage: "manifest_upload", bytes: 0 }))
+    feed(sample(1_600, 20 + 62.5 * 8, { bytes: 8 * MiB }))
+    expect(s.sizeRatio / MiB).toBeCloseTo(0.32, 2)
+    // Later measurements move it by 1 % of the difference, not at once: the
+    // reference's own means swing with the queue the gain cycle builds.
+    const before = s.sizeRatio
+    feed(sample(2_000, 40, { stage: "verify", bytes: 0 }))
+    feed(sample(2_600, 40 + 62.5 * 8, { bytes: 8 * MiB }))
+    const measured = s.reference.overhead / s.reference.perByte
+    expect(Math.abs(s.sizeRatio - before)).toBeLessThan(0.02 * Math.abs(measured - before))
+    expect(Math.abs(s.sizeRatio - before)).toBeGreaterThan(0)
+  })
+
   it("drain ends once a round runs at the in-flight it asks for (⌈BDP⌉) or after 3 rounds: a fractional BDP never holds it", () => {
     // In drain with a BDP of 2.5 uploads: 12.5 MiB/s × 100 ms × (1 + 1 MiB ÷ 1 MiB) ÷ 1 MiB.
     // Rounds then run at ⌈2.5⌉ = 3 in flight (the limit drain proposes), and

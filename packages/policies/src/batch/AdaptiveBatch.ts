@@ -33,6 +33,25 @@
  *   or would take a concurrency limit that fits in memory (limit × target within
  *   `memoryBoundAt − open share` of the budget) out of it, into the
  *   memory-bound regime the rule above shrinks back from;
+ * - grow down to the lower line `growQueued` (overhead > `growQueued · b ·
+ *   target`) when the window was **queued**: memory full (bytes held ≥
+ *   `memoryBoundAt` of the budget in at least half its `Inflight` signals), the
+ *   mean bodiless latency ≥ `growth` × its minimum over the last 3 windows,
+ *   and this window's minimum < 2 × that minimum. At a store's knee more
+ *   uploads only wait longer, so what one slot carries is the throughput, and
+ *   bigger objects carry more (at 12 MiB a slot that pays ~60 ms per batch
+ *   carries 0.93 of its transfer rate, at 18 MiB 0.95). The queue must
+ *   survive the growth — with memory full, objects `growth`× bigger mean fewer
+ *   uploads: memory must still hold, at the grown size and beside open batches
+ *   grown alike, the uploads the store's knee takes even if the whole queue was
+ *   ours (mean uploads in flight ÷ inflation) — and the floor must not have
+ *   moved: a store that got slower raises even the fastest request (this
+ *   window's minimum), a queue does not (requests still find it short between
+ *   bursts). Three instances sharing a store at its knee sat at 12 MiB (8 %
+ *   overhead) and lost 0.02–0.03 of goodput to the AIMD default, whose startup
+ *   overshoot had grown it to 18; without the memory check, a catch-up after a
+ *   throttle storm swung 18 ↔ 27 MiB (grown under the knee, shrunk back by the
+ *   memory-bound rule);
  * - **shrink** when overhead < `shrinkBelow · b · target` — transfer dominates so
  *   completely that smaller objects cost (almost) no throughput;
  * - always within `[minBytes, min(maxObjectBytes, memoryShare · budget)]`.
@@ -72,7 +91,8 @@ import type { Layer } from "effect"
  * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (`Inflight` signal) |
  * | `growth` | 1.5 | 1.05 – 4 | factor per window |
  * | `growAbove` | 0.1 | 0 – 10 | grow while overhead > `growAbove · b · target` |
- * | `shrinkBelow` | 0.02 | 0 – growAbove/growth | shrink when overhead < `shrinkBelow · b · target` (0: never) |
+ * | `growQueued` | 0.05 | 0 – growAbove | the same line while the window was queued (memory full, the store queueing; above) |
+ * | `shrinkBelow` | 0.02 | 0 – growQueued/growth | shrink when overhead < `shrinkBelow · b · target` (0: never) |
  * | `openShrinkAt` | 0.5 | 0 – 1 | shrink when open batches hold this share of the budget |
  * | `windowMillis` | 2 s | > 0 | decision period |
  * | `minSamples` | 4 | ≥ 1 | samples in a window before deciding on the fit |
@@ -93,6 +113,7 @@ export const AdaptiveBatchConfig = Schema.Struct({
   budgetBytes: Field.bytes(0),
   growth: Field.number(1.5, { minimum: 1.05, maximum: 4 }),
   growAbove: Field.number(0.1, { minimum: 0, maximum: 10 }),
+  growQueued: Field.number(0.05, { minimum: 0, maximum: 10 }),
   shrinkBelow: Field.number(0.02, { minimum: 0, maximum: 10 }),
   openShrinkAt: Field.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
   memoryBoundAt: Field.number(0.9, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
@@ -107,11 +128,12 @@ export const AdaptiveBatchConfig = Schema.Struct({
   Field.ordered("minBytes", "maxObjectBytes", (c) => [c.minBytes, c.maxObjectBytes]),
   Field.ordered("minBytes", "initialBytes", (c) => [c.minBytes, c.initialBytes]),
   Field.ordered("initialBytes", "maxObjectBytes", (c) => [c.initialBytes, c.maxObjectBytes]),
-  // Hysteresis: a target just grown must not qualify for a shrink at once.
-  Schema.makeFilter<{ readonly shrinkBelow: number; readonly growAbove: number; readonly growth: number }>((c) =>
-    c.shrinkBelow * c.growth <= c.growAbove
+  Field.ordered("growQueued", "growAbove", (c) => [c.growQueued, c.growAbove]),
+  // Hysteresis: a target just grown (down to the lower line) must not qualify for a shrink at once.
+  Schema.makeFilter<{ readonly shrinkBelow: number; readonly growQueued: number; readonly growth: number }>((c) =>
+    c.shrinkBelow * c.growth <= c.growQueued
       ? undefined
-      : { path: ["shrinkBelow"], issue: `shrinkBelow (${c.shrinkBelow}) must be ≤ growAbove / growth (${c.growAbove} / ${c.growth})` }
+      : { path: ["shrinkBelow"], issue: `shrinkBelow (${c.shrinkBelow}) must be ≤ growQueued / growth (${c.growQueued} / ${c.growth})` }
   )
 )
 
@@ -221,6 +243,10 @@ export interface AdaptiveBatchState {
   /** `Inflight` signals in the window, and those that found the pipeline memory-bound. */
   readonly inflightSignals: number
   readonly boundSignals: number
+  /** `Inflight` signals in the window that found bytes held ≥ `memoryBoundAt` of the budget. */
+  readonly fullSignals: number
+  /** Sum of the uploads in flight over the window's `Inflight` signals (their mean: ÷ `inflightSignals`). */
+  readonly batchesSum: number
   /** Since when the target has sat at the floor (`Infinity`: not at the floor). */
   readonly atFloorSince: number
   readonly proposed: number
@@ -255,10 +281,36 @@ const QUEUEING = 1.2
  * minimum. More uploads would then only wait longer — memory is not what
  * bounds them, the store is — so a memory-bound window does not shrink.
  */
-const queueing = (s: AdaptiveBatchState): boolean => {
+const queueing = (s: AdaptiveBatchState): boolean => inflation(s) > QUEUEING
+
+/** Mean bodiless latency ÷ its minimum over the last windows (0 until both are known). */
+const inflation = (s: AdaptiveBatchState): number => {
   const min = Math.min(...s.bodilessMins)
   const mean = s.manifestMillis > 0 && s.verifyMillis > 0 ? (s.manifestMillis + s.verifyMillis) / 2 : 0
-  return Number.isFinite(min) && mean > QUEUEING * min
+  return Number.isFinite(min) && min > 0 ? mean / min : 0
+}
+
+/** This window's bodiless minimum at this multiple of the last windows' or more: the store got slower, not queued. */
+const FLOOR_RISE = 2
+
+/**
+ * The window was queued: memory full in at least half of it, the store
+ * queueing at least `growth`-deep, and its floor where it was (the rule's
+ * reasons are in the module's doc).
+ */
+const queued = (s: AdaptiveBatchState): boolean =>
+  s.inflightSignals > 0 && s.fullSignals * 2 >= s.inflightSignals &&
+  inflation(s) >= s.config.growth &&
+  (s.bodilessMins.at(-1) ?? Infinity) < FLOOR_RISE * Math.min(...s.bodilessMins) &&
+  uploadsAfterGrowth(s) >= s.batchesSum / s.inflightSignals / inflation(s)
+
+/**
+ * How many uploads memory holds at the grown target: what `memoryBoundAt` of
+ * the budget leaves beside open batches (which grow with the target too).
+ */
+const uploadsAfterGrowth = (s: AdaptiveBatchState): number => {
+  const c = s.config
+  return (budgetOf(s) * Math.max(0, c.memoryBoundAt - s.openPeak * c.growth)) / (s.target * c.growth)
 }
 
 /**
@@ -284,6 +336,8 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
     openPeak: 0,
     inflightSignals: 0,
     boundSignals: 0,
+    fullSignals: 0,
+    batchesSum: 0,
     bodilessMins: [...s.bodilessMins.slice(-(QUEUE_WINDOWS - 1)), Infinity]
   }
   // Open batches do not fit in memory: they would be sealed by pressure.
@@ -315,7 +369,8 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   const mayGrow = s.openPeak * c.growth < c.openShrinkAt && !leavesFit
   let target: number
   let mode: BatchMode
-  if (fit === undefined || fit.b <= 0 || overheadMillis(s, fit.a) > c.growAbove * fit.b * s.target) {
+  const growAbove = queued(s) ? c.growQueued : c.growAbove
+  if (fit === undefined || fit.b <= 0 || overheadMillis(s, fit.a) > growAbove * fit.b * s.target) {
     target = mayGrow ? clamp(s.target * c.growth) : clamp(s.target)
     mode = target > s.target ? "growing" : "holding"
   } else if (overheadMillis(s, fit.a) < c.shrinkBelow * fit.b * s.target) {
@@ -383,6 +438,8 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
     bodilessMins: [Infinity],
     inflightSignals: 0,
     boundSignals: 0,
+    fullSignals: 0,
+    batchesSum: 0,
     atFloorSince: Infinity,
     proposed: config.initialBytes
   }),
@@ -419,7 +476,9 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
         fill,
         openPeak: Math.max(s.openPeak, budget > 0 ? signal.openBytes / budget : 0),
         inflightSignals: s.inflightSignals + 1,
-        boundSignals: s.boundSignals + (bound ? 1 : 0)
+        boundSignals: s.boundSignals + (bound ? 1 : 0),
+        fullSignals: s.fullSignals + (fill >= s.config.memoryBoundAt ? 1 : 0),
+        batchesSum: s.batchesSum + signal.batches
       }
     } else if (signal._tag === "Tick") {
       next = { ...s, limit: signal.knobs.concurrency }

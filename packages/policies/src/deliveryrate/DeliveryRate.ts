@@ -99,7 +99,7 @@ import * as Latency from "../internal/Latency.ts"
  * | `probeSamples` | 4 | 1 – 1000 | samples measured at the drained level |
  * | `probeTimeoutMillis` | 10 s | > 0 | a probe without its samples ends after this |
  * | `throttleBeta` | 0.7 | 0.1 – 0.99 | `inflightHi` cut per throttle round (BBRv2: 0.7) |
- * | `referenceBytes` | 1 MiB | ≥ 1 byte | the starting size normalisation (then learned) |
+ * | `referenceBytes` | 1 MiB | ≥ 1 byte | the size normalisation until `a / b` is first measured (then learned) |
  * | `probe` | true | | the probe (PROBE_RTT); false disables it (`withoutProbe`, the ablation): the minimum then never rises |
  * | `pending` | true | | running uploads raise the minimum (`Inflight.medianUpload`, above); false: only completed requests do |
  *
@@ -225,9 +225,12 @@ export interface DeliveryRateState {
   /**
    * `a / b` of `latency ≈ a + b·bytes` (bytes), smoothed: the learned
    * reference's own means move with the queue the gain cycle builds and
-   * drains (±2× at the knee), and the slot must not.
+   * drains (±2× at the knee), and the slot must not. It starts at the first
+   * measured `a / b` (before that, `referenceBytes`).
    */
   readonly sizeRatio: number
+  /** `a / b` has been measured (bodiless requests and objects both sampled). */
+  readonly ratioMeasured: boolean
   /** Mean object size (bytes, EWMA; 0 before the first). */
   readonly objectBytes: number
   /** Bodiless requests (manifest, verify) per object upload (EWMA). */
@@ -279,10 +282,20 @@ const clamp = (c: DeliveryRateConfig, v: number): number => Math.min(c.ceiling, 
 /** `sizeRatio`: EWMA weight per object upload. */
 const RATIO_WEIGHT = 0.01
 
+/**
+ * The next `sizeRatio`. The EWMA starts from the first measured `a / b`, as
+ * every mean here starts from its first sample: started from `referenceBytes`
+ * (1 MiB) against a store whose `a / b` is 0.3 MiB, at 1 % per object it took
+ * ~100 objects to come within a factor of e, and until then the BDP was up to
+ * 2.5× too small (three instances sharing a store sat at 4–6 uploads each,
+ * taking 0.66–0.72 of the oracle in the first 10 s where the AIMD default took
+ * 0.77–0.81).
+ */
 const smoothRatio = (s: DeliveryRateState): number => {
   const r = s.reference
-  const ratio = r.overhead > 0 && r.perByte > 0 ? r.overhead / r.perByte : r.bytes
-  return s.sizeRatio + RATIO_WEIGHT * (ratio - s.sizeRatio)
+  const measured = r.overhead > 0 && r.perByte > 0
+  const ratio = measured ? r.overhead / r.perByte : r.bytes
+  return measured && !s.ratioMeasured ? ratio : s.sizeRatio + RATIO_WEIGHT * (ratio - s.sizeRatio)
 }
 
 /** The smallest latency taken as measured (ms). */
@@ -593,6 +606,7 @@ const onSample = (s0: DeliveryRateState, sample: SignalBus.UploadSample, now: nu
     round: counts ? { ...s.round, rate: Math.max(s.round.rate, rate) } : s.round,
     objectBytes: s.objectBytes === 0 ? sample.bytes : s.objectBytes + SIZE_WEIGHT * (sample.bytes - s.objectBytes),
     sizeRatio: smoothRatio(s),
+    ratioMeasured: s.ratioMeasured || (s.reference.overhead > 0 && s.reference.perByte > 0),
     bodilessPerObject: s.bodilessPerObject + BODILESS_WEIGHT * (s.bodilessSinceObject - s.bodilessPerObject),
     bodilessSinceObject: 0
   }
@@ -741,6 +755,7 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState, Config
     confirmedInflight: 0,
     risen: emptyRound(-Infinity),
     sizeRatio: config.referenceBytes,
+    ratioMeasured: false,
     objectBytes: 0,
     bodilessPerObject: 2,
     bodilessSinceObject: 0,
