@@ -112,9 +112,13 @@ describe("policy reaction to real throttles", () => {
     }
     // The trickle: still cut at the end, > 3 s after the last throttle.
     expect(trickle.seen.at(-1)?.concurrency).toBeLessThan(8)
-    // The steady flow: 8 again within 3 s of the last throttle.
+    // The steady flow: 8 again by the end of the third 1 s window after the last
+    // throttle. Restores are decided only when a window ends, so on wall-clock
+    // time it lands just past a boundary: 3 003 ms was seen on a loaded CI
+    // machine (the third window's end plus the signal that carried it), hence
+    // 250 ms of slack past 3 s rather than a bound on the boundary itself.
     const back = flow.seen.find((v) => v.at > flow.lastThrottle && v.concurrency === 8)
     expect(back).toBeDefined()
-    expect((back?.at ?? Infinity) - flow.lastThrottle).toBeLessThan(3_000)
+    expect((back?.at ?? Infinity) - flow.lastThrottle).toBeLessThan(3_250)
   }, 60_000)
 })
