@@ -39,8 +39,9 @@
  *   mean bodiless latency ≥ `growth` × its minimum over the last 3 windows,
  *   and this window's minimum < 2 × that minimum. At a store's knee more
  *   uploads only wait longer, so what one slot carries is the throughput, and
- *   bigger objects carry more (at 12 MiB a slot that pays ~60 ms per batch
- *   carries 0.93 of its transfer rate, at 18 MiB 0.95). The queue must
+ *   bigger objects carry more (on a 20 ms + 16 MiB/s store a batch pays ~60 ms
+ *   of requests: at 12 MiB a slot carries 0.93 of its transfer rate, at 18 MiB
+ *   0.95). The queue must
  *   survive the growth — with memory full, objects `growth`× bigger mean fewer
  *   uploads: memory must still hold, at the grown size and beside open batches
  *   grown alike, the uploads the store's knee takes even if the whole queue was
