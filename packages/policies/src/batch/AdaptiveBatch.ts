@@ -299,11 +299,13 @@ const FLOOR_RISE = 2
  * queueing at least `growth`-deep, and its floor where it was (the rule's
  * reasons are in the module's doc).
  */
-const queued = (s: AdaptiveBatchState): boolean =>
-  s.inflightSignals > 0 && s.fullSignals * 2 >= s.inflightSignals &&
-  inflation(s) >= s.config.growth &&
-  (s.bodilessMins.at(-1) ?? Infinity) < FLOOR_RISE * Math.min(...s.bodilessMins) &&
-  uploadsAfterGrowth(s) >= s.batchesSum / s.inflightSignals / inflation(s)
+const queued = (s: AdaptiveBatchState): boolean => {
+  if (s.inflightSignals === 0 || s.fullSignals * 2 < s.inflightSignals) return false
+  const depth = inflation(s)
+  return depth >= s.config.growth &&
+    (s.bodilessMins.at(-1) ?? Infinity) < FLOOR_RISE * Math.min(...s.bodilessMins) &&
+    uploadsAfterGrowth(s) >= s.batchesSum / s.inflightSignals / depth
+}
 
 /**
  * How many uploads memory holds at the grown target: what `memoryBoundAt` of

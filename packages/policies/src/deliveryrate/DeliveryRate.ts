@@ -292,10 +292,9 @@ const RATIO_WEIGHT = 0.01
  * 0.77–0.81).
  */
 const smoothRatio = (s: DeliveryRateState): number => {
-  const r = s.reference
-  const measured = r.overhead > 0 && r.perByte > 0
-  const ratio = measured ? r.overhead / r.perByte : r.bytes
-  return measured && !s.ratioMeasured ? ratio : s.sizeRatio + RATIO_WEIGHT * (ratio - s.sizeRatio)
+  const measured = Latency.measuredRatio(s.reference)
+  if (measured !== undefined && !s.ratioMeasured) return measured
+  return s.sizeRatio + RATIO_WEIGHT * ((measured ?? s.reference.bytes) - s.sizeRatio)
 }
 
 /** The smallest latency taken as measured (ms). */
@@ -606,7 +605,7 @@ const onSample = (s0: DeliveryRateState, sample: SignalBus.UploadSample, now: nu
     round: counts ? { ...s.round, rate: Math.max(s.round.rate, rate) } : s.round,
     objectBytes: s.objectBytes === 0 ? sample.bytes : s.objectBytes + SIZE_WEIGHT * (sample.bytes - s.objectBytes),
     sizeRatio: smoothRatio(s),
-    ratioMeasured: s.ratioMeasured || (s.reference.overhead > 0 && s.reference.perByte > 0),
+    ratioMeasured: s.ratioMeasured || Latency.measuredRatio(s.reference) !== undefined,
     bodilessPerObject: s.bodilessPerObject + BODILESS_WEIGHT * (s.bodilessSinceObject - s.bodilessPerObject),
     bodilessSinceObject: 0
   }

@@ -74,9 +74,14 @@ const MAX_REFERENCE = 1024 * 1024 * 1024
 
 const ewma = (previous: number, sample: number): number => (previous === 0 ? sample : previous + WEIGHT * (sample - previous))
 
+/** `a / b` from the bodiless mean and the per-byte mean; `undefined` until both are sampled. */
+export const measuredRatio = (r: Reference): number | undefined =>
+  r.overhead > 0 && r.perByte > 0 ? r.overhead / r.perByte : undefined
+
 /** `a / b` from the bodiless mean and the per-byte mean, else from the fit; `undefined` while unknown. */
 const estimate = (r: Reference): number | undefined => {
-  if (r.overhead > 0 && r.perByte > 0) return r.overhead / r.perByte
+  const measured = measuredRatio(r)
+  if (measured !== undefined) return measured
   const solved = r.fit.n >= 8 ? Fit.solve(r.fit) : undefined
   return solved === undefined || solved.a <= 0 || solved.b <= 0 ? undefined : solved.a / solved.b
 }
