@@ -8,7 +8,7 @@
  * verified in S3.
  */
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3"
-import { Admin, Producer } from "@platformatic/kafka"
+import { Admin } from "@platformatic/kafka"
 import { RecordEnvelope } from "@sluice/adapter-kafka"
 import { Batch } from "@sluice/core"
 import type { Sink, Source } from "@sluice/core"
@@ -16,7 +16,7 @@ import { CommitGuard } from "@sluice/testkit"
 import { Deferred, Effect, Schema, Stream } from "effect"
 import { describe, expect, it, vi } from "vitest"
 import { archiveTopic } from "../src/KafkaToS3.ts"
-import { endpoints, reachable } from "./services.ts"
+import { endpoints, logEnds, reachable, testProducer } from "./services.ts"
 
 /** What the mocked `make`s wrap each source and sink they build with (set by the test). */
 const wrap = vi.hoisted(() => ({
@@ -47,7 +47,7 @@ const clients = (brokers: ReadonlyArray<string>, s3: ReturnType<typeof endpoints
     credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }
   }),
   admin: new Admin({ clientId: "sluice-example-admin", bootstrapBrokers: [...brokers] }),
-  producer: new Producer({ clientId: "sluice-example-producer", bootstrapBrokers: [...brokers] })
+  producer: testProducer(brokers, "sluice-example-producer")
 })
 
 /** The archiver group's committed offset per partition of `topic` (-1: none). */
@@ -88,6 +88,8 @@ describe("examples/KafkaToS3", () => {
         }
       }
       await producer.send({ messages })
+      // The topic holds what was produced, once: the counts below are the archiver's.
+      expect(await logEnds(admin, topic, partitions)).toEqual(new Array(partitions).fill(perPartition))
 
       // The commit guard: the sink marks each batch's offsets verified when its
       // verify in S3 succeeded; the source checks every commit against them.
@@ -168,6 +170,7 @@ describe("examples/KafkaToS3", () => {
         }
       }
       await producer.send({ messages })
+      expect(await logEnds(admin, topic, partitions)).toEqual(new Array(partitions).fill(perPartition))
 
       // From outside: records the source handed the pipeline, and commits checked against verifies.
       let read = 0
