@@ -152,8 +152,10 @@ export const make = (): Audit => {
         Stream.tapError(() => Effect.sync(() => void n.sourceErrors++))
       ),
       commit: (partition: number, nextOffset: number) =>
-        // Counted once the source took it.
-        Effect.tap(source.commit(partition, nextOffset), () => Effect.sync(() => onCommit(partition, nextOffset)))
+        // Counted once the source took it (a refused commit committed nothing).
+        Effect.tap(source.commit(partition, nextOffset), (outcome) => Effect.sync(() => {
+          if (outcome === undefined) onCommit(partition, nextOffset)
+        }))
     }),
     sink: <K extends Sink.Sink>(sink: K): K => ({
       ...sink,

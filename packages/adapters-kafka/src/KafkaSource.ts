@@ -116,8 +116,9 @@ export interface KafkaSource extends Source.Source {
  *   `SourceError` carrying {@link RetentionGap.RetentionGapDetected};
  *   `record-and-continue`: reading goes on from the log start).
  * - `commit` sends one OffsetCommit. In group mode it carries the generation
- *   the partition is owned in, and is refused (no-op, counted in
- *   `stats.commitsSkipped`) for a partition that is no longer owned; a commit
+ *   the partition is owned in, and is refused (not sent, counted in
+ *   `stats.commitsSkipped`, answered with a core `CommitRefused` so the
+ *   pipeline does not count it) for a partition that is no longer owned; a commit
  *   the broker rejects for a stale generation waits for the rejoin and is sent
  *   again only if the partition is still owned.
  * - On a rebalance, partitions lost are announced with a core

@@ -75,3 +75,28 @@ describe("commit (assign mode, failures injected)", () => {
     expect(committer.committed.has(1)).toBe(false)
   })
 })
+
+describe("commit (group mode)", () => {
+  it("a partition no longer owned: nothing sent, counted as skipped, answered CommitRefused (the pipeline must not count it)", async () => {
+    const stats = new Recorder(16)
+    const ctx = {
+      config: { mode: { kind: "group", groupId: "g", rebalanceTimeout: 1_000 }, requestTimeout: 1_000 },
+      name: "orders",
+      topic: "orders",
+      consumer: { memberId: "m", generationId: 4 },
+      stats
+    } as unknown as Context
+    // Lost at the join event; the pipeline has not processed the revoke yet.
+    const owned = { owned: new Set([1]), generation: 4 } as unknown as Membership
+    const { calls, send } = sender(0, () => new Error("unused"))
+    const committer = Committer.make(ctx, owned, send)
+    const outcome = await Effect.runPromise(committer.commit(0, 500))
+    expect(outcome).toMatchObject({ _tag: "CommitRefused", partition: 0, nextOffset: 500 })
+    expect(calls.count).toBe(0)
+    expect(stats.view.commitsSkipped).toBe(1)
+    expect(committer.committed.has(0)).toBe(false)
+    // The owned partition still commits, and answers nothing.
+    expect(await Effect.runPromise(committer.commit(1, 20))).toBeUndefined()
+    expect(calls.count).toBe(1)
+  })
+})

@@ -42,6 +42,32 @@ export interface PartitionsRevoked {
 }
 
 /**
+ * A commit the source did not make: it no longer owns the partition (a
+ * consumer-group rebalance took it between the verify and the commit). The
+ * pipeline counts it apart (`commitsRefused`), not in `recordsCommitted`, and
+ * keeps its committed position where it was; the revoke that follows abandons
+ * the partition's batches, and the new owner re-reads from the offset the group
+ * really holds.
+ *
+ * @since 0.2.0
+ */
+export interface CommitRefused {
+  readonly _tag: "CommitRefused"
+  readonly partition: number
+  readonly nextOffset: number
+  /** Why, for logs: e.g. "partition 3 is no longer owned (generation 7)". */
+  readonly reason: string
+}
+
+/**
+ * What a commit answered: nothing when the position was committed, or
+ * {@link CommitRefused}.
+ *
+ * @since 0.2.0
+ */
+export type CommitOutcome = void | CommitRefused
+
+/**
  * What a source stream carries.
  *
  * @since 0.1.0
@@ -98,8 +124,10 @@ export interface Source {
   /**
    * Commits `nextOffset` for `partition`: called only by the pipeline's
    * committer, with the offset after the highest contiguous verified batch.
+   * Answers {@link CommitRefused} when it did not commit because the partition
+   * is no longer this source's (never for a failure: that is a `SourceError`).
    */
-  readonly commit: (partition: number, nextOffset: number) => Effect.Effect<void, SourceError>
+  readonly commit: (partition: number, nextOffset: number) => Effect.Effect<CommitOutcome, SourceError>
   /** Stops fetching (what was buffered may still be delivered); driven by the read gate. */
   readonly pause: Effect.Effect<void>
   /** Resumes fetching after `pause`. */

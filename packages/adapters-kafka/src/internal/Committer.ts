@@ -21,7 +21,7 @@ import type { Membership } from "./Membership.ts"
 
 /** Commits of a source, and the next offset committed per partition (bounded by the partition count). */
 export interface Committer {
-  readonly commit: (partition: number, nextOffset: number) => Effect.Effect<void, Source.SourceError>
+  readonly commit: (partition: number, nextOffset: number) => Effect.Effect<Source.CommitOutcome, Source.SourceError>
   readonly committed: ReadonlyMap<number, number>
 }
 
@@ -46,10 +46,12 @@ export const make = (ctx: Context, membership: Membership, send: Send = offsetCo
       ctx.stats.record({ _tag: "Committed", partition, nextOffset, at })
     })
 
+  /** A commit for a partition no longer owned: not sent, counted, and answered as refused (the pipeline must not count it). */
   const skipped = (partition: number, nextOffset: number) =>
-    Effect.map(Clock.currentTimeMillis, (at) => {
+    Effect.map(Clock.currentTimeMillis, (at): Source.CommitRefused => {
       ctx.stats.counters.commitsSkipped++
       ctx.stats.record({ _tag: "CommitSkipped", partition, nextOffset, at })
+      return { _tag: "CommitRefused", partition, nextOffset, reason: `partition ${partition} is no longer owned by this member (generation ${membership.generation})` }
     })
 
   /**

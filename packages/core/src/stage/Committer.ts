@@ -4,7 +4,9 @@
  *
  * It wraps the pure {@link CommitTracker} (which batch may commit) with the
  * effects: one commit at a time (a lock), the `committed` and
- * `recordsCommitted` counters, the commit-stage duration metric.
+ * `recordsCommitted` counters (only for commits the source made: a
+ * `CommitRefused` is counted in `commitsRefused`), the commit-stage duration
+ * metric.
  *
  * It owns: the tracker, the wanted commit point per partition, the commit
  * lock. It may touch: `source.commit`. It never sees a batch before it was
@@ -100,7 +102,7 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
         const records = want.records
         if (nextOffset <= have) continue
         const startedAt = yield* Clock.currentTimeMillis
-        yield* deps.source.commit(want.partition, nextOffset).pipe(
+        const outcome = yield* deps.source.commit(want.partition, nextOffset).pipe(
           Effect.withSpan("sluice.commit", {
             kind: "client",
             attributes: { [Attribute.topic]: want.source, [Attribute.partition]: String(want.partition), "sluice.commit.next_offset": nextOffset, "sluice.commit.records": records }
@@ -108,6 +110,14 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
         )
         const end = yield* Clock.currentTimeMillis
         metrics.stageDuration.record((end - startedAt) / 1000, { [Attribute.stage]: "commit" })
+        if (outcome !== undefined) {
+          // Not committed: neither counted nor remembered as the committed
+          // position (a re-assigned partition re-reads from what the group holds,
+          // and those commits must not be taken for done already).
+          stats.commitsRefused++
+          yield* Effect.logInfo(`commit ${id}@${nextOffset} refused by the source: ${outcome.reason}`)
+          continue
+        }
         stats.committed.set(id, nextOffset)
         want.records -= records
         stats.recordsCommitted += records

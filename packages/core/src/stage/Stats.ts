@@ -61,8 +61,10 @@ export interface PipelineStats {
   recordsVerified: number
   /** Uploader: payload bytes verified. */
   bytesVerified: number
-  /** Committer: records whose position was committed to the source. */
+  /** Committer: records whose position was committed to the source (a commit the source refused is not counted). */
   recordsCommitted: number
+  /** Committer: commits the source refused (`Source.CommitRefused`: the partition was no longer its own). */
+  commitsRefused: number
   /** Limiter: sink requests made. */
   requests: number
   /** Limiter: sink requests failed. */
@@ -124,6 +126,7 @@ export const make = (readGate: ReadGate): PipelineStats => ({
   recordsVerified: 0,
   bytesVerified: 0,
   recordsCommitted: 0,
+  commitsRefused: 0,
   requests: 0,
   failures: 0,
   throttles: 0,
