@@ -157,8 +157,11 @@ $(tail -n 30 "$LOG_FILE" 2>/dev/null)"
   : >"$LOG_FILE"
   # Keys go through versitygw's documented env vars, not argv (keeps them out of `ps`).
   # setsid: the server outlives the shell that ran `up`, until `down`.
+  # --keep-alive: versitygw answers every request with `Connection: close` without
+  # it; real S3 keeps connections open, and so must the server the tests use
+  # (packages/adapters-s3/test/KeepAlive.test.ts counts the sockets).
   ROOT_ACCESS_KEY="$ACCESS_KEY" ROOT_SECRET_KEY="$SECRET_KEY" \
-    setsid "$BIN" --port "$HOST:$PORT" --region "$REGION" --health "$HEALTH_PATH" \
+    setsid "$BIN" --port "$HOST:$PORT" --region "$REGION" --health "$HEALTH_PATH" --keep-alive \
     posix "$data_dir" >>"$LOG_FILE" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PID_FILE"
