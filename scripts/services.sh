@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts / stops the real services the integration tests need, on 127.0.0.1 only:
 # an S3-compatible server (scripts/s3-server.sh) and an Apache Kafka broker
-# (scripts/kafka-broker.sh). Each installs itself on first use (cached under
+# (scripts/kafka-broker.sh), and toxiproxy (scripts/toxiproxy.sh), the network shaper in
+# front of the S3 server for the calibration tests. Each installs itself on first use (cached under
 # ${SLUICE_CACHE:-$HOME/.cache/sluice}) and writes its endpoints to .services/*.env.
 #   bash scripts/services.sh up|down|status
 set -euo pipefail
@@ -16,9 +17,11 @@ case "$cmd" in
   up|status|install)
     run scripts/s3-server.sh
     run scripts/kafka-broker.sh
+    run scripts/toxiproxy.sh
     ;;
   down)
     # Stop both even if one fails.
+    run scripts/toxiproxy.sh || true
     run scripts/kafka-broker.sh || true
     run scripts/s3-server.sh || true
     ;;

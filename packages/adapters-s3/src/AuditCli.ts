@@ -273,8 +273,13 @@ const configError = (message: string, raw: Readonly<Record<string, unknown>>): U
   return new UsageError({ flag, message: flag === "" ? reason : `${flag}: ${reason}${reason.includes("got") ? "" : shown}` })
 }
 
-/** The credentials from the environment, when both SLUICE_S3 keys are set. */
-const credentialsOf = (env: Readonly<Record<string, string | undefined>>) => {
+/**
+ * The credentials from the environment, when both `SLUICE_S3_ACCESS_KEY` and
+ * `SLUICE_S3_SECRET_KEY` are set (else the AWS SDK's default chain applies).
+ *
+ * @since 0.3.0
+ */
+export const credentialsOf = (env: Readonly<Record<string, string | undefined>>) => {
   const accessKeyId = env["SLUICE_S3_ACCESS_KEY"]
   const secretAccessKey = env["SLUICE_S3_SECRET_KEY"]
   return accessKeyId !== undefined && accessKeyId !== "" && secretAccessKey !== undefined && secretAccessKey !== ""
