@@ -78,7 +78,9 @@ trap stop_started EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-timeout "$(left)" bash "$root/scripts/services.sh" up >&2
+# The two services the archiver needs (services.sh up would start toxiproxy too).
+timeout "$(left)" bash "$root/scripts/s3-server.sh" up >&2
+timeout "$(left)" bash "$root/scripts/kafka-broker.sh" up >&2
 set -a
 for f in "$root"/.services/*.env; do [ -f "$f" ] && . "$f"; done
 set +a
