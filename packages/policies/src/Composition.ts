@@ -190,6 +190,29 @@ export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownP
   message: Schema.String
 }) {}
 
+/** Edit distance (insertions, deletions, substitutions) between two short names. */
+const distance = (a: string, b: string): number => {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    row = next
+  }
+  return row[b.length] ?? 0
+}
+
+/**
+ * ` (did you mean "throttle"?)` for a name within 2 edits of a built-in
+ * (typos, not other words: "thrttle", "agressive" is no name's), else "".
+ */
+const didYouMean = (part: string): string => {
+  const lower = part.toLowerCase()
+  const best = [...names].map((n) => ({ n, d: distance(lower, n) })).sort((x, y) => x.d - y.d)[0]
+  return best !== undefined && best.d <= 2 && best.d < lower.length ? ` (did you mean "${best.n}"?)` : ""
+}
+
 const one = (spec: string, part: string, options: CompositionOptions): Result.Result<Policies, UnknownPolicy> => {
   const o = layerOptions(options)
   const fixed = /^fixed:(\d+)$/.exec(part)
@@ -223,7 +246,7 @@ const one = (spec: string, part: string, options: CompositionOptions): Result.Re
         new UnknownPolicy({
           spec,
           name: part,
-          message: `unknown policy "${part}" in "${spec}"; expected ${names.join(", ")} (fixed as fixed:N), joined with "+"`
+          message: `unknown policy "${part}" in "${spec}"${didYouMean(part)}; expected ${names.join(", ")} (fixed as fixed:N), joined with "+"`
         })
       )
   }

@@ -79,26 +79,56 @@ export const resolve = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecE
   if (badFixed !== undefined) return Effect.fail(badFixed)
   if (!members.some(isModuleSpecifier)) {
     return Effect.catchTag(builtIn(spec, trimmed), "PolicySpecError", (error) =>
-      // A single unknown name may be a package: try it before reporting.
-      members.length === 1 && isPackageName(trimmed) && error.message.includes("unknown")
-        ? Effect.mapError(fromModule(spec, trimmed), (e) => new PolicySpecError({ spec, message: `${error.message}; as a package: ${e.message}` }))
-        : Effect.fail(error))
+      !error.message.includes("unknown")
+        ? Effect.fail(error)
+        : members.length === 1
+        // A single unknown name may be a package: try it before reporting.
+        ? isPackageName(trimmed)
+          ? Effect.mapError(fromModule(spec, trimmed), (e) => new PolicySpecError({ spec, message: `${error.message}; as a package: ${e.message}` }))
+          : Effect.fail(error)
+        : withPackages(spec, trimmed, members, error))
   }
   return Effect.gen(function*() {
     const resolved: Array<ResolvedPolicy> = []
     for (const member of members) {
       resolved.push(yield* (isModuleSpecifier(member) ? fromModule(spec, member) : builtIn(spec, member)))
     }
-    const layers = resolved.flatMap((r) => (r.policies === undefined ? [] : [r.policies]))
-    const [first, ...rest] = layers
-    const floors = resolved.reduce<Floors | undefined>((acc, r) => mergeFloors(acc, r.floors), undefined)
-    return {
-      label: trimmed,
-      policies: first === undefined ? undefined : rest.length === 0 ? first : Layer.mergeAll(first, ...rest),
-      floors
-    }
+    return combine(trimmed, resolved)
   })
 }
+
+/** The members' policies merged (each proposes; the knobs' combiners decide) and their floors. */
+const combine = (label: string, resolved: ReadonlyArray<ResolvedPolicy>): ResolvedPolicy => {
+  const layers = resolved.flatMap((r) => (r.policies === undefined ? [] : [r.policies]))
+  const [first, ...rest] = layers
+  const floors = resolved.reduce<Floors | undefined>((acc, r) => mergeFloors(acc, r.floors), undefined)
+  return { label, policies: first === undefined ? undefined : rest.length === 0 ? first : Layer.mergeAll(first, ...rest), floors }
+}
+
+/**
+ * A composition with a name the built-ins do not know (`some-policy+throttle+shared`):
+ * the members the built-ins know are composed together (as `Composition.parse`
+ * composes them), every other one that can be a package name is imported as a
+ * package; a member that is neither fails with the built-ins' message
+ * (`unknown`) and the import's.
+ */
+const withPackages = (spec: string, label: string, members: ReadonlyArray<string>, unknown: PolicySpecError) =>
+  Effect.gen(function*() {
+    const known: Array<string> = []
+    const packages: Array<{ readonly member: string; readonly notBuiltIn: string }> = []
+    for (const member of members) {
+      const alone = yield* Effect.result(builtIn(spec, member))
+      if (Result.isSuccess(alone)) known.push(member)
+      else if (isPackageName(member)) packages.push({ member, notBuiltIn: alone.failure.message })
+      else return yield* unknown
+    }
+    const resolved: Array<ResolvedPolicy> = known.length === 0 ? [] : [yield* builtIn(spec, known.join("+"))]
+    for (const { member, notBuiltIn } of packages) {
+      resolved.push(yield* Effect.mapError(fromModule(spec, member), (e) =>
+        new PolicySpecError({ spec, message: `${notBuiltIn.replace(`in "${member}"`, `in "${spec}"`)}; as a package: ${e.message}` })))
+    }
+    return combine(label, resolved)
+  })
 
 /**
  * `fixed:N` must carry a whole N ≥ 1: `fixed:-3`, `fixed:2.5` and `fixed:abc`

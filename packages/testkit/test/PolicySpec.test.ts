@@ -45,4 +45,32 @@ describe("PolicySpec: policies from their own module", () => {
       expect(unknown.message).toContain("unknown policy")
       expect(unknown.message).toContain("as a package")
     }))
+
+  it.effect("a package inside a composition (issue 29): composed as its built path is, the built-ins beside it parsed together", () =>
+    Effect.gen(function*() {
+      // sluice-policy-example is examples/custom-policy, linked into node_modules by npm ci (built by npm test).
+      const byName = yield* PolicySpec.resolve("sluice-policy-example+throttle+shared")
+      const byPath = yield* PolicySpec.resolve("./examples/custom-policy/dist/index.js+throttle+shared")
+      expect(byName.label).toBe("sluice-policy-example+throttle+shared")
+      const scenario = yield* Scenario.decode(small)
+      const a = yield* Runner.run(scenario, { policy: byName.label, policies: byName.policies })
+      const b = yield* Runner.run(scenario, { policy: byPath.label, policies: byPath.policies })
+      expect(a.summary.failure).toBeNull()
+      expect(a.summary.bytesVerified).toBeGreaterThan(0)
+      // Same seed, same policies: the same run, row for row.
+      expect(a.trace.rows.map((r) => r.concurrency)).toEqual(b.trace.rows.map((r) => r.concurrency))
+      expect(a.summary.bytesVerified).toBe(b.summary.bytesVerified)
+    }))
+
+  it.effect("a typo is an unknown policy with a suggestion, alone or composed; a name that is no package says both", () =>
+    Effect.gen(function*() {
+      const alone = yield* Effect.flip(PolicySpec.resolve("thrttle"))
+      expect(alone.message).toContain(`unknown policy "thrttle"`)
+      expect(alone.message).toContain(`(did you mean "throttle"?)`)
+      const composed = yield* Effect.flip(PolicySpec.resolve("aimd+thrttle+shared"))
+      expect(composed.message).toContain(`unknown policy "thrttle" in "aimd+thrttle+shared" (did you mean "throttle"?)`)
+      expect(composed.message).toContain("as a package")
+      const far = yield* Effect.flip(PolicySpec.resolve("aimd+zzzzzzzz"))
+      expect(far.message).not.toContain("did you mean")
+    }))
 })
