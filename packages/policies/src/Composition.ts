@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Fixed } from "@sluice/core"
+import { Fixed, Suggestion } from "@sluice/core"
 import type { Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Effect, Layer, Result, Schema } from "effect"
@@ -190,26 +190,13 @@ export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownP
   message: Schema.String
 }) {}
 
-/** Edit distance (insertions, deletions, substitutions) between two short names. */
-const distance = (a: string, b: string): number => {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i]
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-    row = next
-  }
-  return row[b.length] ?? 0
-}
-
 /**
  * ` (did you mean "throttle"?)` for a name within 2 edits of a built-in
  * (typos, not other words: "thrttle", "agressive" is no name's), else "".
  */
 const didYouMean = (part: string): string => {
   const lower = part.toLowerCase()
-  const best = [...names].map((n) => ({ n, d: distance(lower, n) })).sort((x, y) => x.d - y.d)[0]
+  const best = [...names].map((n) => ({ n, d: Suggestion.distance(lower, n) })).sort((x, y) => x.d - y.d)[0]
   return best !== undefined && best.d <= 2 && best.d < lower.length ? ` (did you mean "${best.n}"?)` : ""
 }
 

@@ -17,7 +17,7 @@
  * @since 0.1.0
  */
 import { Cause, Effect, Exit, Schema } from "effect"
-import { Config } from "@sluice/core"
+import { Config, Suggestion } from "@sluice/core"
 import { readFileSync } from "node:fs"
 import { mkdir, readdir, writeFile } from "node:fs/promises"
 import { dirname, isAbsolute, join } from "node:path"
@@ -91,22 +91,9 @@ const commands = ["run", "matrix", "schema"] as const
 const valueOptions = ["--policy", "--trace", "--plot", "--max-duration"] as const
 const options = [...valueOptions, "--json", "--help", "--version"] as const
 
-/** Edit distance, to suggest the option or command a typo meant. */
-const distance = (a: string, b: string): number => {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i]
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-    row = next
-  }
-  return row[b.length] ?? 0
-}
-
 /** ` (did you mean --policy?)` when one known word is within two edits. */
 const suggestion = (word: string, known: ReadonlyArray<string>): string => {
-  const near = known.filter((k) => distance(word, k) <= 2)
+  const near = known.filter((k) => Suggestion.distance(word, k) <= 2)
   return near.length === 1 ? ` (did you mean ${near[0]}?)` : ""
 }
 
