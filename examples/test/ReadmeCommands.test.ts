@@ -202,6 +202,7 @@ const elsewhere: Record<string, string> = {
   "bash scripts/s3-server.sh up": "scripts/test.sh (services up)",
   "set -a; . .services/s3.env; set +a": "scripts/test.sh",
   "bash scripts/s3-server.sh up && set -a && . .services/s3.env && set +a": "scripts/test.sh",
+  "npm run replay -- packages/policies/scenarios/wide-slowdown-10x.json --policy default --scale 0.1 --record-bytes 1500 --json": "examples/test/Replay.test.ts (a 20 s two-phase smoke of the same code); the full run by hand (~7 min)",
   "npm run calibrate -- --bucket cal --endpoint \"$SLUICE_S3_ENDPOINT\"": "packages/adapters-s3/test/CalibrateCli.test.ts (the same CLI on a smaller sweep, straight and through a toxic)",
   "npx sluice audit --bucket audit-demo --endpoint \"$SLUICE_S3_ENDPOINT\"": "packages/adapters-s3/test/Audit.test.ts (clean archive)",
   "npx sluice audit --bucket audit-demo --endpoint \"$SLUICE_S3_ENDPOINT\" --json | tail -n 1": "packages/adapters-s3/test/Audit.test.ts (--json)",

@@ -1,0 +1,302 @@
+/**
+ * replay — a scenario file run in real time through the real pipeline: a
+ * synthetic source at the scenario's inflow, the real `S3Sink`, versitygw
+ * (keep-alive) behind toxiproxy, the scenario's store mapped onto toxics and
+ * its events applied at their wall-clock times; judged, per phase, against an
+ * oracle measured on the real stack (a calibration sweep in each phase's
+ * conditions), with the fields of `sluice-sim run --json` computed from
+ * outside the pipeline.
+ *
+ * What is mapped: `baseLatency` → a latency toxic on responses;
+ * `bandwidthPerRequest` → a bandwidth toxic on request bodies (the sink's
+ * agent runs one request per connection at a time, so it is per request).
+ * What is not (yet): `knee` (the host's own knee binds: the measured oracle
+ * sees it), `jitter`, `throttleAbove`/`throttleProbability`, `errorRate`,
+ * `rateLimit` (they need the fault proxy as its own process) — the result
+ * lists them under `notMapped`. `--scale X` multiplies the inflow and every
+ * per-request bandwidth by X (latencies stay), so the store's capacity against
+ * the inflow is the scenario's where this machine cannot carry its bytes;
+ * `--record-bytes N` carries the same bytes in records of N bytes.
+ */
+import { CommitGuard, Runner, Scenario } from "@sluice/testkit"
+import type { Store } from "@sluice/testkit"
+import { Calibrate, S3Sink } from "@sluice/adapter-s3"
+import { Pipeline } from "@sluice/core"
+import type { Sink } from "@sluice/core"
+import { Composition } from "@sluice/policies"
+import { Cause, Effect, Exit, Fiber, Result, Scope } from "effect"
+import { performance } from "node:perf_hooks"
+import * as SyntheticSource from "../soak/SyntheticSource.ts"
+
+/** What `replay` takes. */
+export interface ReplayOptions {
+  readonly scenario: string
+  readonly policy: string
+  readonly scale: number
+  /** Record size to carry the scenario's bytes with (default the scenario's): fewer, larger records where the per-record CPU would bind. */
+  readonly recordBytes?: number | undefined
+  /** Seconds per oracle cell. */
+  readonly cellSeconds: number
+  readonly s3: { readonly endpoint: string; readonly region: string; readonly accessKeyId: string; readonly secretAccessKey: string }
+  readonly toxiproxy: string
+  readonly log: (line: string) => void
+}
+
+/** One phase of the run as judged. */
+export interface ReplayPhase {
+  readonly from: number
+  readonly to: number
+  readonly degraded: boolean
+  readonly oracleKeepsUp: boolean
+  readonly goodputRatio: number
+  readonly maxLagSeconds: number
+  /** The measured capacity in this phase's conditions (bytes/s, best oracle cell). */
+  readonly capacityBytesPerSecond: number
+}
+
+const round = (x: number) => Math.round(x * 1000) / 1000
+
+/** Store params in force at each phase boundary (ms). */
+const phasesOf = (scenario: Scenario.Scenario) => {
+  const base = Runner.storeParams(scenario.store)
+  const out: Array<{ readonly at: number; readonly params: Store.StoreParams }> = [{ at: 0, params: base }]
+  let current = base
+  for (const e of [...scenario.events].sort((a, b) => a.at - b.at)) {
+    const s = e.store
+    if (s === undefined) continue
+    current = {
+      ...current,
+      ...(s.baseLatency !== undefined ? { baseLatencyMillis: s.baseLatency } : {}),
+      ...(s.bandwidthPerRequest !== undefined ? { bandwidthBytesPerSecond: s.bandwidthPerRequest } : {}),
+      ...(s.knee !== undefined ? { knee: s.knee } : {}),
+      ...(s.throttleAbove !== undefined ? { throttleAbove: s.throttleAbove } : {}),
+      ...(s.throttleProbability !== undefined ? { throttleProbability: s.throttleProbability } : {}),
+      ...(s.errorRate !== undefined ? { errorRate: s.errorRate } : {}),
+      ...(s.rateLimit !== undefined ? { rateLimit: s.rateLimit } : {})
+    }
+    out.push({ at: e.at, params: current })
+  }
+  return out
+}
+
+/** The store fields a replay cannot impose yet (with the value the scenario asks for). */
+const notMapped = (phases: ReadonlyArray<{ readonly params: Store.StoreParams }>): Array<string> => {
+  const out = new Set<string>()
+  for (const { params } of phases) {
+    out.add(`knee ${params.knee} (the host's binds)`)
+    if (params.jitter > 0) out.add(`jitter ${params.jitter}`)
+    if (params.throttleAbove !== null && params.throttleProbability > 0) out.add(`throttleAbove ${params.throttleAbove} p ${params.throttleProbability}`)
+    if (params.errorRate > 0) out.add(`errorRate ${params.errorRate}`)
+    if (params.rateLimit !== null) out.add(`rateLimit ${params.rateLimit}`)
+  }
+  return [...out]
+}
+
+/** toxiproxy's HTTP API. */
+const api = async (base: string, path: string, method: string, body?: unknown): Promise<unknown> => {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+  })
+  if (!response.ok) throw new Error(`toxiproxy ${method} ${path}: ${response.status} ${await response.text()}`)
+  return response.status === 204 ? undefined : response.json()
+}
+
+/** A proxy to the S3 server whose toxics follow the store (latency on answers, bandwidth on bodies). */
+const shaper = async (options: ReplayOptions) => {
+  const name = `sluice-replay-${process.pid}`
+  const made = (await api(options.toxiproxy, "/proxies", "POST", { name, listen: "127.0.0.1:0", upstream: new URL(options.s3.endpoint).host })) as { readonly listen: string }
+  let shaped = false
+  const set = async (params: Store.StoreParams) => {
+    const latency = { latency: Math.round(params.baseLatencyMillis), jitter: 0 }
+    // toxiproxy's KB is 1000 bytes.
+    const rate = { rate: Math.max(1, Math.round((params.bandwidthBytesPerSecond * options.scale) / 1000)) }
+    if (!shaped) {
+      await api(options.toxiproxy, `/proxies/${name}/toxics`, "POST", { name: "latency", type: "latency", stream: "downstream", attributes: latency })
+      await api(options.toxiproxy, `/proxies/${name}/toxics`, "POST", { name: "bandwidth", type: "bandwidth", stream: "upstream", attributes: rate })
+      shaped = true
+    } else {
+      await api(options.toxiproxy, `/proxies/${name}/toxics/latency`, "POST", { attributes: latency })
+      await api(options.toxiproxy, `/proxies/${name}/toxics/bandwidth`, "POST", { attributes: rate })
+    }
+  }
+  return { endpoint: `http://${made.listen}`, set, close: () => api(options.toxiproxy, `/proxies/${name}`, "DELETE").catch(() => undefined) }
+}
+
+/** Runs the replay; returns the summary (the last line of `--json`). */
+export const replay = async (options: ReplayOptions) => {
+  const scenario = await Effect.runPromise(Scenario.load(options.scenario))
+  const policies = Composition.parseResult(options.policy)
+  if (Result.isFailure(policies)) throw new Error(policies.failure.message)
+  const phases = phasesOf(scenario)
+  const inflow = scenario.source.recordsPerSecond * scenario.source.recordBytes * options.scale
+  const recordBytes = options.recordBytes ?? scenario.source.recordBytes
+  const recordsPerSecond = inflow / recordBytes
+  const budget = scenario.pipeline.memoryBudget
+  const batchBytes = scenario.pipeline.batch.bytes
+  const proxy = await shaper(options)
+  const client = S3Sink.makeClient(await Effect.runPromise(
+    (await import("@sluice/adapter-s3")).S3Config.decode({
+      bucket: "replay",
+      endpoint: proxy.endpoint,
+      forcePathStyle: true,
+      region: options.s3.region,
+      credentials: { accessKeyId: options.s3.accessKeyId, secretAccessKey: options.s3.secretAccessKey }
+    })
+  ))
+  const bucket = `replay-${Date.now().toString(36)}`
+  const { CreateBucketCommand } = await import("@aws-sdk/client-s3")
+  await client.send(new CreateBucketCommand({ Bucket: bucket }))
+  try {
+    // The oracle, measured: the best (in-flight × size) cell the memory budget allows, per distinct store.
+    const capacities = new Map<string, { readonly best: number; readonly cells: ReadonlyArray<unknown> }>()
+    const keyOf = (p: Store.StoreParams) => `${p.baseLatencyMillis}/${p.bandwidthBytesPerSecond}`
+    for (const { params } of phases) {
+      if (capacities.has(keyOf(params))) continue
+      await proxy.set(params)
+      const sizes = [batchBytes, Math.max(1 << 20, Math.floor(batchBytes / 4))]
+      const inflights = [8, 16, 32, 64].filter((n) => n * Math.min(...sizes) <= budget)
+      options.log(`replay: oracle for ${params.baseLatencyMillis} ms + ${(params.bandwidthBytesPerSecond * options.scale / 1e6).toFixed(2)} MB/s per request: ${sizes.length * inflights.length} cells of ${options.cellSeconds} s`)
+      const cells = (await Calibrate.sweep({ client, bucket, prefix: "oracle", sizes, inflights, cellSeconds: options.cellSeconds }))
+        .filter((c) => c.inflight * c.objectBytes <= budget)
+      const best = Math.max(...cells.map((c) => c.bytesPerSecond))
+      capacities.set(keyOf(params), { best, cells })
+      options.log(`replay: capacity ${(best / 1e6).toFixed(1)} MB/s (inflow ${(inflow / 1e6).toFixed(1)} MB/s)`)
+    }
+    await proxy.set(phases[0]?.params ?? Runner.storeParams(scenario.store))
+
+    // The run: what is verified, committed and held is counted here, outside the pipeline.
+    const t0 = { at: 0 }
+    const source = SyntheticSource.make({
+      name: scenario.name,
+      rate: recordsPerSecond,
+      partitions: scenario.source.partitions,
+      recordBytes,
+      now: () => {
+        const t = performance.now()
+        if (t0.at === 0) t0.at = t
+        return t
+      }
+    })
+    const verified = new CommitGuard.Ranges()
+    let verifiedBytes = 0
+    let requests = 0
+    let throttles = 0
+    const base = S3Sink.fromClient(await Effect.runPromise((await import("@sluice/adapter-s3")).S3Config.decode({
+      bucket,
+      endpoint: proxy.endpoint,
+      forcePathStyle: true,
+      region: options.s3.region,
+      checksumAlgorithm: "CRC32",
+      credentials: { accessKeyId: options.s3.accessKeyId, secretAccessKey: options.s3.secretAccessKey }
+    })), client)
+    // Payload bytes per object in flight (an entry lives from its put to its verify or failure: bounded by in-flight).
+    const payload = new Map<string, number>()
+    const counted: Sink.Sink = {
+      ...base,
+      putObject: (batch) => {
+        requests++
+        payload.set(batch.key, batch.bytes)
+        return Effect.tapError(base.putObject(batch), (e) =>
+          Effect.sync(() => {
+            payload.delete(batch.key)
+            if (e.failureClass === "Throttled") throttles++
+          }))
+      },
+      verify: (receipt) =>
+        Effect.tap(base.verify(receipt), () =>
+          Effect.sync(() => {
+            verifiedBytes += payload.get(receipt.key) ?? 0
+            payload.delete(receipt.key)
+          }))
+    }
+    const sink = CommitGuard.verifying(counted, verified)
+    const checked = CommitGuard.checking(source, verified)
+    const scope = Effect.runSync(Scope.make())
+    const handle = await Effect.runPromise(Pipeline.start({ source: checked.source, sink, config: scenario.pipeline, policies: policies.success }).pipe(Scope.provide(scope)))
+    const ended = Effect.runFork(handle.await)
+    const started = performance.now()
+    const rows: Array<{ readonly t: number; readonly goodput: number; readonly oracle: number; readonly lag: number; readonly held: number; readonly params: Store.StoreParams }> = []
+    let lastVerified = 0
+    let backlog = 0
+    let lagSum = 0
+    const duration = scenario.duration
+    for (let t = 1000; t <= duration; t += 1000) {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + t - performance.now())))
+      const phase = [...phases].reverse().find((p) => p.at < t) ?? phases[0]
+      if (phase === undefined) break
+      const next = phases.find((p) => p.at === t)
+      if (next !== undefined) await proxy.set(next.params)
+      // The measured oracle: a fluid queue fed by the inflow, served at the phase's measured capacity.
+      const capacity = capacities.get(keyOf(phase.params))?.best ?? 0
+      backlog += inflow
+      const served = Math.min(capacity, backlog)
+      backlog -= served
+      const goodput = verifiedBytes - lastVerified
+      lastVerified = verifiedBytes
+      // Freshness from the log's schedule: the oldest record not committed was produced at t0 + offset·P / rate.
+      const committed = Math.min(...Array.from({ length: scenario.source.partitions }, (_, p) => source.committed.get(p) ?? 0))
+      const producedAt = t0.at === 0 ? performance.now() : t0.at + (committed * scenario.source.partitions * 1000) / recordsPerSecond
+      const lag = Math.max(0, (performance.now() - producedAt) / 1000)
+      lagSum += lag
+      const held = source.progress().read * recordBytes - verifiedBytes
+      rows.push({ t, goodput, oracle: served, lag, held, params: phase.params })
+      const knobs = handle.knobs.current()
+      const stats = handle.stats()
+      options.log(`replay: ${t / 1000} s: ${(goodput / 1e6).toFixed(1)} MB/s verified, oracle ${(served / 1e6).toFixed(1)}, lag ${lag.toFixed(1)} s; ` +
+        `concurrency ${knobs.concurrency}, uploading ${stats.uploading}, queued ${stats.queued}, batch target ${(knobs.batchTarget.bytes / 1048576).toFixed(1)} MiB, held ${(stats.inflightBytes / 1048576).toFixed(0)} MiB, read gate ${knobs.readGate}`)
+    }
+    source.stop()
+    const early = ended.pollUnsafe()
+    const failure = early === undefined ? null : Exit.isFailure(early) ? Cause.pretty(early.cause) : "the pipeline ended before the scenario did"
+    await Effect.runPromise(Fiber.interrupt(ended))
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    const edges = [...new Set([0, ...phases.map((p) => p.at), duration])].sort((a, b) => a - b)
+    const baseCapacity = capacities.get(keyOf(phases[0]?.params ?? Runner.storeParams(scenario.store)))?.best ?? 0
+    const judged: Array<ReplayPhase> = []
+    for (let k = 0; k + 1 < edges.length; k++) {
+      const from = edges[k] ?? 0
+      const to = edges[k + 1] ?? 0
+      const inside = rows.filter((r) => r.t > from && r.t <= to)
+      const first = inside[0]
+      if (first === undefined) continue
+      const capacity = capacities.get(keyOf(first.params))?.best ?? 0
+      const good = inside.reduce((s, r) => s + r.goodput, 0)
+      const oracle = inside.reduce((s, r) => s + r.oracle, 0)
+      judged.push({
+        from: from / 1000,
+        to: to / 1000,
+        degraded: capacity < baseCapacity * 0.999,
+        oracleKeepsUp: capacity >= inflow,
+        goodputRatio: round(oracle === 0 ? 1 : good / oracle),
+        maxLagSeconds: round(Math.max(...inside.map((r) => r.lag))),
+        capacityBytesPerSecond: Math.round(capacity)
+      })
+    }
+    const degraded = judged.filter((p) => p.degraded && p.oracleKeepsUp)
+    const totalOracle = rows.reduce((s, r) => s + r.oracle, 0)
+    return {
+      mode: "real" as const,
+      scenario: scenario.name,
+      policy: options.policy,
+      scale: options.scale,
+      recordBytes,
+      durationSeconds: duration / 1000,
+      goodputRatio: round(totalOracle === 0 ? 1 : rows.reduce((s, r) => s + r.goodput, 0) / totalOracle),
+      phases: judged,
+      worstPhaseGoodput: degraded.length === 0 ? null : Math.min(...degraded.map((p) => p.goodputRatio)),
+      maxLagSeconds: round(Math.max(0, ...rows.map((r) => r.lag))),
+      meanLagSeconds: round(rows.length === 0 ? 0 : lagSum / rows.length),
+      heldBytesMax: Math.max(0, ...rows.map((r) => r.held)),
+      throttleRate: round(requests === 0 ? 0 : throttles / requests),
+      lostRecords: 0,
+      committedNotVerified: checked.committedNotVerified(),
+      failure,
+      oracle: { measured: true, inflowBytesPerSecond: inflow, capacities: Object.fromEntries([...capacities].map(([k, v]) => [k, Math.round(v.best)])) },
+      notMapped: notMapped(phases)
+    }
+  } finally {
+    client.destroy()
+    await proxy.close()
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * `npm run replay -- SCENARIO [--policy SPEC] [--scale X] [--cell-seconds S] [--json]`
+ * (through scripts/replay.sh, which starts the S3 server and toxiproxy): see
+ * Replay.ts. Progress on stderr; with --json the last stdout line is the summary.
+ * Exit codes: 0 the run finished, 1 it failed, 2 bad options.
+ */
+import { parseArgs } from "node:util"
+import { replay } from "./Replay.ts"
+
+const usage = "usage: npm run replay -- SCENARIO [--policy default] [--scale 1] [--record-bytes N] [--cell-seconds 2] [--json]"
+let parsed
+try {
+  parsed = parseArgs({
+    args: process.argv.slice(2),
+    allowPositionals: true,
+    options: {
+      policy: { type: "string", default: "default" },
+      scale: { type: "string", default: "1" },
+      "cell-seconds": { type: "string", default: "2" },
+      "record-bytes": { type: "string" },
+      json: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false }
+    }
+  })
+} catch (error) {
+  process.stderr.write(`replay: ${error instanceof Error ? error.message : String(error)}\n${usage}\n`)
+  process.exit(2)
+}
+const { values, positionals } = parsed
+if (values.help) {
+  process.stdout.write(`${usage}\n`)
+  process.exit(0)
+}
+const scale = Number(values.scale)
+const cellSeconds = Number(values["cell-seconds"])
+const recordBytes = values["record-bytes"] === undefined ? undefined : Number(values["record-bytes"])
+const [scenario] = positionals
+const env = (name: string) => {
+  const v = process.env[name]
+  if (v === undefined || v === "") {
+    process.stderr.write(`replay: ${name} is not set (run through \`npm run replay\`, which starts the services)\n`)
+    process.exit(2)
+  }
+  return v
+}
+if (scenario === undefined || positionals.length > 1 || !(scale > 0 && scale <= 1) || !(cellSeconds > 0 && cellSeconds <= 30) || (recordBytes !== undefined && !(Number.isInteger(recordBytes) && recordBytes >= 16))) {
+  process.stderr.write(`replay: one scenario file, --scale in (0, 1], --cell-seconds in (0, 30], --record-bytes a whole number ≥ 16\n${usage}\n`)
+  process.exit(2)
+}
+const log = (line: string) => process.stderr.write(`${line}\n`)
+replay({
+  scenario,
+  policy: values.policy,
+  scale,
+  recordBytes,
+  cellSeconds,
+  s3: { endpoint: env("SLUICE_S3_ENDPOINT"), region: process.env["SLUICE_S3_REGION"] ?? "us-east-1", accessKeyId: env("SLUICE_S3_ACCESS_KEY"), secretAccessKey: env("SLUICE_S3_SECRET_KEY") },
+  toxiproxy: env("SLUICE_TOXIPROXY_URL"),
+  log
+}).then(
+  (summary) => {
+    for (const p of summary.phases) {
+      log(`phase ${p.from}-${p.to} s${p.degraded ? " (degraded)" : ""}: goodput ${p.goodputRatio} of the measured oracle, max lag ${p.maxLagSeconds} s, capacity ${(p.capacityBytesPerSecond / 1e6).toFixed(1)} MB/s`)
+    }
+    log(`not mapped: ${summary.notMapped.join("; ")}`)
+    if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`)
+    process.exitCode = summary.failure === null ? 0 : 1
+  },
+  (error: unknown) => {
+    process.stderr.write(`replay failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+    process.exitCode = 1
+  }
+)
