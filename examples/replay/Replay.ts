@@ -19,7 +19,7 @@
  * `--record-bytes N` carries the same bytes in records of N bytes.
  */
 import { CommitGuard, Runner, Scenario } from "@sluice/testkit"
-import type { Store } from "@sluice/testkit"
+import type { Store, Summary } from "@sluice/testkit"
 import { Calibrate, S3Sink } from "@sluice/adapter-s3"
 import { Pipeline } from "@sluice/core"
 import type { Sink } from "@sluice/core"
@@ -42,14 +42,8 @@ export interface ReplayOptions {
   readonly log: (line: string) => void
 }
 
-/** One phase of the run as judged. */
-export interface ReplayPhase {
-  readonly from: number
-  readonly to: number
-  readonly degraded: boolean
-  readonly oracleKeepsUp: boolean
-  readonly goodputRatio: number
-  readonly maxLagSeconds: number
+/** One phase of the run as judged (the simulator's fields, and the capacity measured in its conditions). */
+export interface ReplayPhase extends Summary.PhaseSummary {
   /** The measured capacity in this phase's conditions (bytes/s, best oracle cell). */
   readonly capacityBytesPerSecond: number
 }
@@ -64,16 +58,7 @@ const phasesOf = (scenario: Scenario.Scenario) => {
   for (const e of [...scenario.events].sort((a, b) => a.at - b.at)) {
     const s = e.store
     if (s === undefined) continue
-    current = {
-      ...current,
-      ...(s.baseLatency !== undefined ? { baseLatencyMillis: s.baseLatency } : {}),
-      ...(s.bandwidthPerRequest !== undefined ? { bandwidthBytesPerSecond: s.bandwidthPerRequest } : {}),
-      ...(s.knee !== undefined ? { knee: s.knee } : {}),
-      ...(s.throttleAbove !== undefined ? { throttleAbove: s.throttleAbove } : {}),
-      ...(s.throttleProbability !== undefined ? { throttleProbability: s.throttleProbability } : {}),
-      ...(s.errorRate !== undefined ? { errorRate: s.errorRate } : {}),
-      ...(s.rateLimit !== undefined ? { rateLimit: s.rateLimit } : {})
-    }
+    current = { ...current, ...Runner.storeChange(s) }
     out.push({ at: e.at, params: current })
   }
   return out

@@ -94,7 +94,12 @@ export const storeParams = (s: Scenario["store"]): Store.StoreParams => ({
   rateLimit: s.rateLimit
 })
 
-const storeChange = (c: NonNullable<Scenario["events"][number]["store"]>): Partial<Store.StoreParams> => ({
+/**
+ * The store parameters an event changes (its `store` section as `StoreParams` fields).
+ *
+ * @since 0.3.0
+ */
+export const storeChange = (c: NonNullable<Scenario["events"][number]["store"]>): Partial<Store.StoreParams> => ({
   ...(c.baseLatency !== undefined ? { baseLatencyMillis: c.baseLatency } : {}),
   ...(c.bandwidthPerRequest !== undefined ? { bandwidthBytesPerSecond: c.bandwidthPerRequest } : {}),
   ...(c.knee !== undefined ? { knee: c.knee } : {}),
