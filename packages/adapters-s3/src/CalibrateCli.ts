@@ -14,7 +14,7 @@
  * @since 0.3.0
  */
 import { Config } from "@sluice/core"
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { parseArgs } from "node:util"
 import { credentialsOf } from "./AuditCli.ts"
 import * as Calibrate from "./Calibrate.ts"
@@ -146,13 +146,18 @@ export const main = async (
     return 2
   }
   const credentials = credentialsOf(env)
-  const config = Effect.runSync(S3Config.decode({
+  const decoded = Effect.runSync(Effect.result(S3Config.decode({
     bucket: args.bucket,
     region: args.region,
     maxAttempts: 1,
     ...(args.endpoint !== undefined ? { endpoint: args.endpoint, forcePathStyle: true } : {}),
     ...(credentials !== undefined ? { credentials } : {})
-  }))
+  })))
+  if (Result.isFailure(decoded)) {
+    printError(`sluice calibrate: ${decoded.failure.message}\n\n${usage}`)
+    return 2
+  }
+  const config = decoded.success
   const client = S3Sink.makeClient(config)
   try {
     const cells = await Calibrate.sweep({

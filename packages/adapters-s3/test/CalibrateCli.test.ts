@@ -114,7 +114,8 @@ describe("sluice calibrate", { timeout: 120_000 }, () => {
       [["--bucket", "b", "--sizes", "1MiB,lots"], /--sizes: "lots" is not a size/],
       [["--bucket", "b", "--cell-seconds", "600"], /--cell-seconds: "600" is not a number of seconds above 0 and at most 60/],
       [["--bucket", "b", "--inflight", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22"], /at most 64/],
-      [["--bucket", "b", "--nope"], /Unknown option '--nope'/]
+      [["--bucket", "b", "--nope"], /Unknown option '--nope'/],
+      [["--bucket", "x"], /s3: Expected a value with a length of at least 3/]
     ]
     for (const [argv, message] of cases) {
       const r = await run(argv)
