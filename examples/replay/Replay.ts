@@ -20,7 +20,8 @@
  */
 import { CommitGuard, Runner, Scenario } from "@sluice/testkit"
 import type { Store, Summary } from "@sluice/testkit"
-import { Calibrate, S3Sink } from "@sluice/adapter-s3"
+import { Calibrate, S3Config, S3Sink } from "@sluice/adapter-s3"
+import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { Pipeline } from "@sluice/core"
 import type { Sink } from "@sluice/core"
 import { Composition } from "@sluice/policies"
@@ -120,17 +121,17 @@ export const replay = async (options: ReplayOptions) => {
   const budget = scenario.pipeline.memoryBudget
   const batchBytes = scenario.pipeline.batch.bytes
   const proxy = await shaper(options)
-  const client = S3Sink.makeClient(await Effect.runPromise(
-    (await import("@sluice/adapter-s3")).S3Config.decode({
-      bucket: "replay",
-      endpoint: proxy.endpoint,
-      forcePathStyle: true,
-      region: options.s3.region,
-      credentials: { accessKeyId: options.s3.accessKeyId, secretAccessKey: options.s3.secretAccessKey }
-    })
-  ))
   const bucket = `replay-${Date.now().toString(36)}`
-  const { CreateBucketCommand } = await import("@aws-sdk/client-s3")
+  // One config for the sweep's client and the sink (the sink uses the same client).
+  const config = await Effect.runPromise(S3Config.decode({
+    bucket,
+    endpoint: proxy.endpoint,
+    forcePathStyle: true,
+    region: options.s3.region,
+    checksumAlgorithm: "CRC32",
+    credentials: { accessKeyId: options.s3.accessKeyId, secretAccessKey: options.s3.secretAccessKey }
+  }))
+  const client = S3Sink.makeClient(config)
   await client.send(new CreateBucketCommand({ Bucket: bucket }))
   try {
     // The oracle, measured: the best (in-flight × size) cell the memory budget allows, per distinct store.
@@ -167,14 +168,7 @@ export const replay = async (options: ReplayOptions) => {
     let verifiedBytes = 0
     let requests = 0
     let throttles = 0
-    const base = S3Sink.fromClient(await Effect.runPromise((await import("@sluice/adapter-s3")).S3Config.decode({
-      bucket,
-      endpoint: proxy.endpoint,
-      forcePathStyle: true,
-      region: options.s3.region,
-      checksumAlgorithm: "CRC32",
-      credentials: { accessKeyId: options.s3.accessKeyId, secretAccessKey: options.s3.secretAccessKey }
-    })), client)
+    const base = S3Sink.fromClient(config, client)
     // Payload bytes per object in flight (an entry lives from its put to its verify or failure: bounded by in-flight).
     const payload = new Map<string, number>()
     const counted: Sink.Sink = {
