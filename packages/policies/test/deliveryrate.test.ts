@@ -3,7 +3,8 @@ import { Runner, Scenario } from "@sluice/testkit"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
 import * as fc from "fast-check"
-import { Aimd, DeliveryRate } from "../src/index.ts"
+import { readFileSync } from "node:fs"
+import { Aimd, Composition, DeliveryRate } from "../src/index.ts"
 import * as Delivery from "../src/internal/Delivery.ts"
 import * as Ablation from "./ablation.ts"
 import { failure, inflight, mean, objectStoreLoop, range, sample, tick } from "./helpers.ts"
@@ -251,6 +252,31 @@ describe("DeliveryRate (pure core)", () => {
     expect(settled.mode).not.toBe("probing")
     expect(settled.probes).toBe(0)
     expect(settled.minLatency).toBeCloseTo(160, 0)
+  })
+
+  it("a real 10× slowdown (signals recorded by `npm run replay`): the knee its probe read in the fast phase does not cap the uploads the slower store needs", () => {
+    // The signals the pipeline published while the default ran ws-short
+    // (wide-slowdown-10x at --scale 0.1, 1 500-byte records) against versitygw
+    // behind toxiproxy: 8 MiB uploads in bursts of 16, 1.3 s each until the
+    // toxics turned 10× slower at 30 s (12.6 s each; ~45 in flight carry the
+    // inflow). Replayed open loop up to 40 s, before the first slow upload
+    // completed: what the core decides at 34.6 s depends on nothing after it.
+    const signals = readFileSync(new URL("./fixtures/replay-slowdown-10x-signals.jsonl", import.meta.url), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => {
+        const signal = JSON.parse(line) as SignalBusSignal
+        return [signal, signal.at] as const
+      })
+    const c = config(Composition.defaultsBase.deliveryRate)
+    const fast = Policy.replay(DeliveryRate.policy, c, signals.filter(([, at]) => at < 30_000)).state
+    // The fast phase as it happened: the probe read a knee at ~7 from 16 uploads
+    // whose bodiless requests queued on the host (10 → 22 ms) while the rate still doubled.
+    expect(fast.inflightHi).toBeLessThan(10)
+    const slow = Policy.replay(DeliveryRate.policy, c, signals)
+    const proposed = slow.proposals.filter(([at]) => at >= 30_000).map(([, p]) => p.concurrency ?? 0)
+    expect(slow.state.minLatency, "the running uploads raised the minimum").toBeGreaterThan(3 * fast.minLatency)
+    expect(Math.max(0, ...proposed), "and the uploads with it, past the old knee").toBeGreaterThanOrEqual(30)
   })
 
   it("throttles cut in-flight once per round, ×throttleBeta from what was in flight; Transient and Fatal never cut", () => {

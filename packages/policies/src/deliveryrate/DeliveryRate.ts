@@ -431,6 +431,18 @@ const beginProbe = (s: DeliveryRateState, now: number, before: RoundStats): Deli
  *
  * `inflightHi` takes the knee (never raised here).
  */
+/**
+ * `inflightHi` once the store itself got slower (the minimum rose without a
+ * queue of ours to explain it). A bound set by throttles stays: a store
+ * throttles above a request count, whatever its latency. A knee does not: it
+ * is `inflight × minLatency / latency` measured at the old minimum, and at the
+ * new one the same store capacity holds more requests in flight (Little's
+ * law). Kept, it capped the default at 6–9 uploads through a real 10×
+ * slowdown that needed ~45 (versitygw behind toxiproxy, `npm run replay`),
+ * a knee its probe had read at 7 from 16 uploads in the fast phase.
+ */
+const hiAfterSlowdown = (s: DeliveryRateState): number => (s.throttledAt === Infinity ? Infinity : s.inflightHi)
+
 const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const p = s.probe
   const c = s.config
@@ -456,9 +468,9 @@ const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
     const knee = (seen.inflight * s.minLatency) / seen.minLatency
     return { ...resumed, inflightHi: bounded(knee), confirmedInflight: Math.min(s.confirmedInflight, knee) }
   }
-  // The store itself got slower.
+  // The store itself got slower: a knee found in the old regime no longer holds.
   const knee = drained <= 0.8 && fell <= 0.9 ? before.inflight * fell : Infinity
-  return { ...resumed, minLatency: seen.minLatency, minLatencyBytes: seen.minBytes, confirmedInflight: seen.inflight, inflightHi: bounded(knee) }
+  return { ...resumed, minLatency: seen.minLatency, minLatencyBytes: seen.minBytes, confirmedInflight: seen.inflight, inflightHi: Math.min(hiAfterSlowdown(s), Math.max(c.floor, knee)) }
 }
 
 const endRound = (s: DeliveryRateState, now: number): DeliveryRateState => {
@@ -572,7 +584,7 @@ const onLatency = (s0: DeliveryRateState, sample: SignalBus.UploadSample, value:
   // another instance's, queues far less). Otherwise the probe drains to tell.
   const far = risen.minLatency >= s.minLatency * (1 + c.riseTolerance) ** 2
   if (risen.inflight > s.confirmedInflight || !far) return beginProbe(fresh, now, risen)
-  return { ...fresh, minLatency: risen.minLatency, minLatencyBytes: risen.minBytes, minLatencyAt: now, confirmedInflight: risen.inflight }
+  return { ...fresh, minLatency: risen.minLatency, minLatencyBytes: risen.minBytes, minLatencyAt: now, confirmedInflight: risen.inflight, inflightHi: hiAfterSlowdown(s) }
 }
 
 const onSample = (s0: DeliveryRateState, sample: SignalBus.UploadSample, now: number): DeliveryRateState => {
@@ -682,7 +694,7 @@ const onPending = (s: DeliveryRateState, median: SignalBus.RunningUpload, now: n
   if (value < s.minLatency * (1 + c.riseTolerance) * Math.max(1 + c.riseTolerance, grown)) return s
   // The gain cycle's up and down phases aim at in-flight fixed when they began: cruise sizes from the new BDP at once.
   const mode = s.mode === "probeUp" || s.mode === "probeDown" ? "cruise" : s.mode
-  return { ...withMode(s, mode), minLatency: value, minLatencyBytes: median.bytes, minLatencyAt: now, confirmedInflight: median.inflightAtStart, risen: emptyRound(now), pendingRaised: true }
+  return { ...withMode(s, mode), minLatency: value, minLatencyBytes: median.bytes, minLatencyAt: now, confirmedInflight: median.inflightAtStart, risen: emptyRound(now), pendingRaised: true, inflightHi: hiAfterSlowdown(s) }
 }
 
 /** The probe is due: the minimum went stale while uploads ran, or the probe ran out of time. */
