@@ -18,14 +18,14 @@
  * the inflow is the scenario's where this machine cannot carry its bytes;
  * `--record-bytes N` carries the same bytes in records of N bytes.
  */
-import { CommitGuard, Runner, Scenario } from "@sluice/testkit"
+import { CommitGuard, Runner, Scenario, Trace } from "@sluice/testkit"
 import type { Store, Summary } from "@sluice/testkit"
 import { Calibrate, S3Config, S3Sink } from "@sluice/adapter-s3"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { Pipeline } from "@sluice/core"
 import type { Sink } from "@sluice/core"
 import { Composition } from "@sluice/policies"
-import { Cause, Effect, Exit, Fiber, Result, Scope } from "effect"
+import { Cause, Effect, Exit, Fiber, Result, Scope, Stream } from "effect"
 import { performance } from "node:perf_hooks"
 import * as SyntheticSource from "../soak/SyntheticSource.ts"
 
@@ -41,6 +41,8 @@ export interface ReplayOptions {
   readonly s3: { readonly endpoint: string; readonly region: string; readonly accessKeyId: string; readonly secretAccessKey: string }
   readonly toxiproxy: string
   readonly log: (line: string) => void
+  /** Every signal the pipeline published (but `Lag`), as it came: to replay through a policy's pure core (`Policy.replay`) offline. */
+  readonly onSignal?: ((signal: unknown) => void) | undefined
 }
 
 /** One phase of the run as judged (the simulator's fields, and the capacity measured in its conditions). */
@@ -109,7 +111,7 @@ const shaper = async (options: ReplayOptions) => {
   return { endpoint: `http://${made.listen}`, set, close: () => api(options.toxiproxy, `/proxies/${name}`, "DELETE").catch(() => undefined) }
 }
 
-/** Runs the replay; returns the summary (the last line of `--json`). */
+/** Runs the replay; returns the summary (the last line of `--json`) and the per-second trace (the simulator's columns). */
 export const replay = async (options: ReplayOptions) => {
   const scenario = await Effect.runPromise(Scenario.load(options.scenario))
   const policies = Composition.parseResult(options.policy)
@@ -195,6 +197,22 @@ export const replay = async (options: ReplayOptions) => {
     const handle = await Effect.runPromise(Pipeline.start({ source: checked.source, sink, config: scenario.pipeline, policies: policies.success }).pipe(Scope.provide(scope)))
     const ended = Effect.runFork(handle.await)
     const started = performance.now()
+    // What the policies saw, per trace row: object-upload latencies, throttles, modes (from the bus, as the simulator's trace has them).
+    let windowLatencies: Array<number> = []
+    let windowThrottles = 0
+    const modes = new Map<string, string>()
+    const listening = Effect.runFork(Stream.runForEach(handle.bus.stream, (signal) =>
+      Effect.sync(() => {
+        if (signal._tag !== "Lag") options.onSignal?.(signal)
+        if (signal._tag === "UploadSample" && signal.stage === "object_upload") windowLatencies.push(signal.latencyMillis)
+        else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") windowThrottles++
+        else if (signal._tag === "PolicyMode") {
+          if (modes.get(signal.policy) !== signal.mode) options.log(`replay: ${((performance.now() - started) / 1000).toFixed(1)} s: ${signal.policy} → ${signal.mode}`)
+          modes.set(signal.policy, signal.mode)
+        }
+      })))
+    const traceRows: Array<Trace.TraceRow> = []
+    let requestsBefore = 0
     const rows: Array<{ readonly t: number; readonly goodput: number; readonly oracle: number; readonly lag: number; readonly held: number; readonly params: Store.StoreParams }> = []
     let lastVerified = 0
     let backlog = 0
@@ -222,13 +240,38 @@ export const replay = async (options: ReplayOptions) => {
       rows.push({ t, goodput, oracle: served, lag, held, params: phase.params })
       const knobs = handle.knobs.current()
       const stats = handle.stats()
+      const p95 = Trace.quantile(windowLatencies, 0.95)
+      traceRows.push({
+        t,
+        concurrency: knobs.concurrency,
+        inflightBatches: stats.uploading,
+        inflightBytes: stats.inflightBytes,
+        goodputBytesPerSecond: goodput,
+        oracleBytesPerSecond: served,
+        p50Millis: Trace.quantile(windowLatencies, 0.5),
+        p95Millis: p95,
+        latencyInflation: null,
+        requests: requests - requestsBefore,
+        throttles: windowThrottles,
+        batchTargetBytes: knobs.batchTarget.bytes,
+        readGatePaused: knobs.readGate === "open" ? 0 : 1,
+        lagRecords: 0,
+        probing: [...modes.values()].includes("probing") ? 1 : 0,
+        lagSeconds: lag,
+        heldBytes: held
+      })
+      requestsBefore = requests
+      windowLatencies = []
+      windowThrottles = 0
       options.log(`replay: ${t / 1000} s: ${(goodput / 1e6).toFixed(1)} MB/s verified, oracle ${(served / 1e6).toFixed(1)}, lag ${lag.toFixed(1)} s; ` +
-        `concurrency ${knobs.concurrency}, uploading ${stats.uploading}, queued ${stats.queued}, batch target ${(knobs.batchTarget.bytes / 1048576).toFixed(1)} MiB, held ${(stats.inflightBytes / 1048576).toFixed(0)} MiB, read gate ${knobs.readGate}`)
+        `p50 ${traceRows.at(-1)?.p50Millis?.toFixed(0) ?? "-"} ms, concurrency ${knobs.concurrency}, uploading ${stats.uploading}, queued ${stats.queued}, batch target ${(knobs.batchTarget.bytes / 1048576).toFixed(1)} MiB, held ${(stats.inflightBytes / 1048576).toFixed(0)} MiB, read gate ${knobs.readGate}; ` +
+        `proposed ${[...handle.knobs.proposals()].filter(([, p]) => p.concurrency !== undefined).map(([name, p]) => `${name} ${p.concurrency}`).join(", ")}`)
     }
     source.stop()
     const early = ended.pollUnsafe()
     const failure = early === undefined ? null : Exit.isFailure(early) ? Cause.pretty(early.cause) : "the pipeline ended before the scenario did"
     await Effect.runPromise(Fiber.interrupt(ended))
+    await Effect.runPromise(Fiber.interrupt(listening))
     await Effect.runPromise(Scope.close(scope, Exit.void))
     const edges = [...new Set([0, ...phases.map((p) => p.at), duration])].sort((a, b) => a - b)
     const baseCapacity = capacities.get(keyOf(phases[0]?.params ?? Runner.storeParams(scenario.store)))?.best ?? 0
@@ -254,7 +297,12 @@ export const replay = async (options: ReplayOptions) => {
     }
     const degraded = judged.filter((p) => p.degraded && p.oracleKeepsUp)
     const totalOracle = rows.reduce((s, r) => s + r.oracle, 0)
-    return {
+    const trace: Trace.Trace = {
+      sampleMillis: 1000,
+      rows: traceRows,
+      events: phases.filter((p) => p.at > 0).map((p) => ({ at: p.at, label: `${p.params.baseLatencyMillis} ms + ${(p.params.bandwidthBytesPerSecond * options.scale / 1e6).toFixed(2)} MB/s` }))
+    }
+    const summary = {
       mode: "real" as const,
       scenario: scenario.name,
       policy: options.policy,
@@ -274,6 +322,7 @@ export const replay = async (options: ReplayOptions) => {
       oracle: { measured: true, inflowBytesPerSecond: inflow, capacities: Object.fromEntries([...capacities].map(([k, v]) => [k, Math.round(v.best)])) },
       notMapped: notMapped(phases)
     }
+    return { summary, trace }
   } finally {
     client.destroy()
     await proxy.close()

@@ -1,13 +1,16 @@
 /**
- * `npm run replay -- SCENARIO [--policy SPEC] [--scale X] [--cell-seconds S] [--json]`
+ * `npm run replay -- SCENARIO [--policy SPEC] [--scale X] [--cell-seconds S] [--trace F.csv] [--plot F.svg] [--signals F.jsonl] [--json]`
  * (through scripts/replay.sh, which starts the S3 server and toxiproxy): see
  * Replay.ts. Progress on stderr; with --json the last stdout line is the summary.
  * Exit codes: 0 the run finished, 1 it failed, 2 bad options.
  */
 import { parseArgs } from "node:util"
+import { createWriteStream, writeFileSync } from "node:fs"
+import { Plot, Trace } from "@sluice/testkit"
+import { Effect } from "effect"
 import { replay } from "./Replay.ts"
 
-const usage = "usage: npm run replay -- SCENARIO [--policy default] [--scale 1] [--record-bytes N] [--cell-seconds 2] [--json]"
+const usage = "usage: npm run replay -- SCENARIO [--policy default] [--scale 1] [--record-bytes N] [--cell-seconds 2] [--trace F.csv] [--plot F.svg] [--signals F.jsonl] [--json]"
 let parsed
 try {
   parsed = parseArgs({
@@ -18,6 +21,9 @@ try {
       scale: { type: "string", default: "1" },
       "cell-seconds": { type: "string", default: "2" },
       "record-bytes": { type: "string" },
+      trace: { type: "string" },
+      plot: { type: "string" },
+      signals: { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false }
     }
@@ -48,6 +54,7 @@ if (scenario === undefined || positionals.length > 1 || !(scale > 0 && scale <= 
   process.exit(2)
 }
 const log = (line: string) => process.stderr.write(`${line}\n`)
+const signals = values.signals === undefined ? undefined : createWriteStream(values.signals)
 replay({
   scenario,
   policy: values.policy,
@@ -56,9 +63,12 @@ replay({
   cellSeconds,
   s3: { endpoint: env("SLUICE_S3_ENDPOINT"), region: process.env["SLUICE_S3_REGION"] ?? "us-east-1", accessKeyId: env("SLUICE_S3_ACCESS_KEY"), secretAccessKey: env("SLUICE_S3_SECRET_KEY") },
   toxiproxy: env("SLUICE_TOXIPROXY_URL"),
-  log
+  log,
+  onSignal: signals === undefined ? undefined : (signal) => signals.write(`${JSON.stringify(signal)}\n`)
 }).then(
-  (summary) => {
+  async ({ summary, trace }) => {
+    if (values.trace !== undefined) writeFileSync(values.trace, Trace.toCsv(trace))
+    if (values.plot !== undefined) writeFileSync(values.plot, await Effect.runPromise(Plot.toSvg(trace, `${summary.scenario} · ${summary.policy} · real (replay)`)))
     for (const p of summary.phases) {
       log(`phase ${p.from}-${p.to} s${p.degraded ? " (degraded)" : ""}: goodput ${p.goodputRatio} of the measured oracle, max lag ${p.maxLagSeconds} s, capacity ${(p.capacityBytesPerSecond / 1e6).toFixed(1)} MB/s`)
     }

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { Trace } from "@sluice/testkit"
 import { replay } from "../replay/Replay.ts"
 import { endpoints } from "./services.ts"
 
@@ -33,7 +34,7 @@ describe("replay (real time, real S3 server behind toxiproxy)", { timeout: 180_0
       const file = join(dir, "smoke.json")
       writeFileSync(file, JSON.stringify(smoke))
       const lines: Array<string> = []
-      const summary = await replay({ scenario: file, policy: "default", scale: 1, cellSeconds: 0.5, s3, toxiproxy, log: (l) => lines.push(l) })
+      const { summary, trace } = await replay({ scenario: file, policy: "default", scale: 1, cellSeconds: 0.5, s3, toxiproxy, log: (l) => lines.push(l) })
       expect(summary.mode).toBe("real")
       expect(summary.failure).toBeNull()
       expect(summary.committedNotVerified).toBe(0)
@@ -51,6 +52,11 @@ describe("replay (real time, real S3 server behind toxiproxy)", { timeout: 180_0
         expect(summary).toHaveProperty(field)
       }
       expect(summary.notMapped).toEqual(["knee 24 (the host's binds)"])
+      // The trace has the simulator's columns, one row a second, and saw the uploads the bucket verified.
+      expect(trace.rows.map((r) => r.t)).toEqual(Array.from({ length: 20 }, (_, i) => (i + 1) * 1000))
+      expect(trace.rows.reduce((s, r) => s + r.goodputBytesPerSecond, 0)).toBeGreaterThan(0)
+      expect(trace.rows.some((r) => r.p50Millis !== null && r.inflightBatches > 0)).toBe(true)
+      expect(Trace.toCsv(trace).split("\n")[0]).toBe(Trace.columns.join(","))
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
