@@ -7,13 +7,16 @@
  * conditions), with the fields of `sluice-sim run --json` computed from
  * outside the pipeline.
  *
- * What is mapped: `baseLatency` → a latency toxic on responses;
- * `bandwidthPerRequest` → a bandwidth toxic on request bodies (the sink's
- * agent runs one request per connection at a time, so it is per request).
- * What is not (yet): `knee` (the host's own knee binds: the measured oracle
- * sees it), `jitter`, `throttleAbove`/`throttleProbability`, `errorRate`,
- * `rateLimit` (they need the fault proxy as its own process) — the result
- * lists them under `notMapped`. `--scale X` multiplies the inflow and every
+ * The path: the sink → toxiproxy → the store proxy (`store-proxy.ts`, its
+ * own process) → versitygw. What is mapped: `baseLatency` → a latency toxic
+ * on responses; `bandwidthPerRequest` → a bandwidth toxic on request bodies
+ * (the sink's agent runs one request per connection at a time, so it is per
+ * request); `knee`, `throttleAbove`/`throttleProbability`, `errorRate` and
+ * `rateLimit` → the store proxy (`StoreFaults`: the simulator's fault model,
+ * seeded with the scenario's seed; behind toxiproxy, so its answers pay the
+ * latency). Where the host's own knee is lower than the scenario's, the
+ * measured oracle sees it and each phase's `measuredKnee` says so. What is
+ * not mapped: `jitter` (the result lists it under `notMapped`). `--scale X` multiplies the inflow and every
  * per-request bandwidth by X (latencies stay), so the store's capacity against
  * the inflow is the scenario's where this machine cannot carry its bytes;
  * `--record-bytes N` carries the same bytes in records of N bytes.
@@ -21,6 +24,7 @@
 import { CommitGuard, Runner, Scenario, Trace } from "@sluice/testkit"
 import type { Store, Summary } from "@sluice/testkit"
 import { Calibrate, S3Config, S3Sink } from "@sluice/adapter-s3"
+import type { Calibration } from "@sluice/adapter-s3"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { Pipeline } from "@sluice/core"
 import type { Sink } from "@sluice/core"
@@ -28,6 +32,8 @@ import { Composition } from "@sluice/policies"
 import { Cause, Effect, Exit, Fiber, Result, Scope, Stream } from "effect"
 import { performance } from "node:perf_hooks"
 import * as SyntheticSource from "../soak/SyntheticSource.ts"
+import type * as StoreFaults from "./StoreFaults.ts"
+import * as StoreProxy from "./StoreProxy.ts"
 
 /** What `replay` takes. */
 export interface ReplayOptions {
@@ -49,6 +55,10 @@ export interface ReplayOptions {
 export interface ReplayPhase extends Summary.PhaseSummary {
   /** The measured capacity in this phase's conditions (bytes/s, best oracle cell). */
   readonly capacityBytesPerSecond: number
+  /** The smallest in-flight of the oracle's grid within 10 % of that capacity: below the scenario's `knee`, the host's knee binds. */
+  readonly measuredKnee: number
+  /** The scenario's knee in this phase. */
+  readonly knee: number
 }
 
 const round = (x: number) => Math.round(x * 1000) / 1000
@@ -67,15 +77,11 @@ const phasesOf = (scenario: Scenario.Scenario) => {
   return out
 }
 
-/** The store fields a replay cannot impose yet (with the value the scenario asks for). */
+/** The store fields a replay cannot impose (with the value the scenario asks for). */
 const notMapped = (phases: ReadonlyArray<{ readonly params: Store.StoreParams }>): Array<string> => {
   const out = new Set<string>()
   for (const { params } of phases) {
-    out.add(`knee ${params.knee} (the host's binds)`)
     if (params.jitter > 0) out.add(`jitter ${params.jitter}`)
-    if (params.throttleAbove !== null && params.throttleProbability > 0) out.add(`throttleAbove ${params.throttleAbove} p ${params.throttleProbability}`)
-    if (params.errorRate > 0) out.add(`errorRate ${params.errorRate}`)
-    if (params.rateLimit !== null) out.add(`rateLimit ${params.rateLimit}`)
   }
   return [...out]
 }
@@ -90,10 +96,19 @@ const api = async (base: string, path: string, method: string, body?: unknown): 
   return response.status === 204 ? undefined : response.json()
 }
 
-/** A proxy to the S3 server whose toxics follow the store (latency on answers, bandwidth on bodies). */
-const shaper = async (options: ReplayOptions) => {
+/** The store fields the store proxy imposes. */
+const faultsOf = (params: Store.StoreParams): StoreFaults.FaultParams => ({
+  knee: params.knee,
+  throttleAbove: params.throttleAbove,
+  throttleProbability: params.throttleProbability,
+  errorRate: params.errorRate,
+  rateLimit: params.rateLimit
+})
+
+/** A proxy to the store proxy whose toxics follow the store (latency on answers, bandwidth on bodies). */
+const shaper = async (options: ReplayOptions, upstream: string) => {
   const name = `sluice-replay-${process.pid}`
-  const made = (await api(options.toxiproxy, "/proxies", "POST", { name, listen: "127.0.0.1:0", upstream: new URL(options.s3.endpoint).host })) as { readonly listen: string }
+  const made = (await api(options.toxiproxy, "/proxies", "POST", { name, listen: "127.0.0.1:0", upstream: new URL(upstream).host })) as { readonly listen: string }
   let shaped = false
   const set = async (params: Store.StoreParams) => {
     const latency = { latency: Math.round(params.baseLatencyMillis), jitter: 0 }
@@ -122,7 +137,22 @@ export const replay = async (options: ReplayOptions) => {
   const recordsPerSecond = inflow / recordBytes
   const budget = scenario.pipeline.memoryBudget
   const batchBytes = scenario.pipeline.batch.bytes
-  const proxy = await shaper(options)
+  const faults = await StoreProxy.start(options.s3.endpoint, scenario.seed)
+  const shaped = await shaper(options, faults.endpoint).catch((error: unknown) => {
+    faults.close()
+    throw error
+  })
+  const proxy = {
+    endpoint: shaped.endpoint,
+    set: async (params: Store.StoreParams) => {
+      await faults.set(faultsOf(params))
+      await shaped.set(params)
+    },
+    close: async () => {
+      await shaped.close()
+      faults.close()
+    }
+  }
   const bucket = `replay-${Date.now().toString(36)}`
   // One config for the sweep's client and the sink (the sink uses the same client).
   const config = await Effect.runPromise(S3Config.decode({
@@ -137,8 +167,9 @@ export const replay = async (options: ReplayOptions) => {
   await client.send(new CreateBucketCommand({ Bucket: bucket }))
   try {
     // The oracle, measured: the best (in-flight × size) cell the memory budget allows, per distinct store.
-    const capacities = new Map<string, { readonly best: number; readonly cells: ReadonlyArray<unknown> }>()
-    const keyOf = (p: Store.StoreParams) => `${p.baseLatencyMillis}/${p.bandwidthBytesPerSecond}`
+    const capacities = new Map<string, { readonly best: number; readonly cells: ReadonlyArray<Calibration.Cell> }>()
+    const keyOf = (p: Store.StoreParams) =>
+      [p.baseLatencyMillis, p.bandwidthBytesPerSecond, p.knee, p.throttleAbove, p.throttleProbability, p.errorRate, p.rateLimit].join("/")
     for (const { params } of phases) {
       if (capacities.has(keyOf(params))) continue
       await proxy.set(params)
@@ -282,7 +313,8 @@ export const replay = async (options: ReplayOptions) => {
       const inside = rows.filter((r) => r.t > from && r.t <= to)
       const first = inside[0]
       if (first === undefined) continue
-      const capacity = capacities.get(keyOf(first.params))?.best ?? 0
+      const measured = capacities.get(keyOf(first.params))
+      const capacity = measured?.best ?? 0
       const good = inside.reduce((s, r) => s + r.goodput, 0)
       const oracle = inside.reduce((s, r) => s + r.oracle, 0)
       judged.push({
@@ -292,7 +324,9 @@ export const replay = async (options: ReplayOptions) => {
         oracleKeepsUp: capacity >= inflow,
         goodputRatio: round(oracle === 0 ? 1 : good / oracle),
         maxLagSeconds: round(Math.max(...inside.map((r) => r.lag))),
-        capacityBytesPerSecond: Math.round(capacity)
+        capacityBytesPerSecond: Math.round(capacity),
+        measuredKnee: Math.min(...(measured?.cells ?? []).filter((c) => c.bytesPerSecond >= capacity * 0.9).map((c) => c.inflight)),
+        knee: first.params.knee
       })
     }
     const degraded = judged.filter((p) => p.degraded && p.oracleKeepsUp)

@@ -70,7 +70,8 @@ replay({
     if (values.trace !== undefined) writeFileSync(values.trace, Trace.toCsv(trace))
     if (values.plot !== undefined) writeFileSync(values.plot, await Effect.runPromise(Plot.toSvg(trace, `${summary.scenario} · ${summary.policy} · real (replay)`)))
     for (const p of summary.phases) {
-      log(`phase ${p.from}-${p.to} s${p.degraded ? " (degraded)" : ""}: goodput ${p.goodputRatio} of the measured oracle, max lag ${p.maxLagSeconds} s, capacity ${(p.capacityBytesPerSecond / 1e6).toFixed(1)} MB/s`)
+      log(`phase ${p.from}-${p.to} s${p.degraded ? " (degraded)" : ""}: goodput ${p.goodputRatio} of the measured oracle, max lag ${p.maxLagSeconds} s, capacity ${(p.capacityBytesPerSecond / 1e6).toFixed(1)} MB/s, ` +
+        `knee ${p.knee} (measured ${p.measuredKnee}${p.measuredKnee < p.knee ? ": the host's binds" : ""})`)
     }
     log(`not mapped: ${summary.notMapped.join("; ")}`)
     if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`)

@@ -1,0 +1,162 @@
+/**
+ * The replay's store proxy, as its own process: a loopback HTTP proxy in front
+ * of the S3 server that imposes the scenario's faults and knee
+ * (`StoreFaults.decide`, the simulator's model) on real requests, forwarding
+ * the rest byte for byte (SigV4 signatures still verify). The replay puts it
+ * behind toxiproxy, so its answers pay the latency toxic like the server's.
+ *
+ *   node --conditions=@sluice/source examples/replay/store-proxy.ts --upstream http://127.0.0.1:9000 --seed 13
+ *
+ * prints `listening http://127.0.0.1:PORT` on stdout once it listens. Control:
+ * `POST /__store/params` with a JSON `Partial<FaultParams>` (applied from the
+ * next request on; `__store` is not a valid bucket name, so no S3 request
+ * collides), `GET /__store/counters`. Bounded: requests waiting at the knee
+ * are at most the connections the client opened (its agent's `maxSockets`).
+ * Ends on SIGTERM/SIGINT, or when its stdin closes (the replay exited).
+ */
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { parseArgs } from "node:util"
+import { Rng } from "@sluice/testkit"
+import * as StoreFaults from "./StoreFaults.ts"
+
+const { values } = parseArgs({ options: { upstream: { type: "string" }, seed: { type: "string", default: "1" }, port: { type: "string", default: "0" } } })
+const upstreamUrl = values.upstream
+const seed = Number(values.seed)
+if (upstreamUrl === undefined || !Number.isInteger(seed)) {
+  process.stderr.write("usage: store-proxy.ts --upstream http://127.0.0.1:PORT [--seed N] [--port 0]\n")
+  process.exit(2)
+}
+const upstream = new URL(upstreamUrl)
+const agent = new Http.Agent({ keepAlive: true, maxSockets: 1024 })
+const rng = Rng.make(seed)
+let params: StoreFaults.FaultParams = StoreFaults.none
+let bucket = StoreFaults.fullBucket(params, performance.now())
+let inflight = 0
+let forwarding = 0
+const waiting: Array<() => void> = []
+const counters = { requests: 0, forwarded: 0, slowDown: 0, internalError: 0, tooManyRequests: 0, maxInflight: 0, maxWaiting: 0 }
+
+const errorXml = (code: string, message: string, path: string): string =>
+  `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message>` +
+  `<Resource>${path.split("?")[0] ?? ""}</Resource><RequestId>sluice-store-proxy</RequestId></Error>`
+
+const answer = (req: Http.IncomingMessage, res: Http.ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}) => {
+  // Read the body first so the client is not writing into a closed socket.
+  req.resume()
+  req.on("end", () => {
+    const body = req.method === "HEAD" ? "" : errorXml(code, message, req.url ?? "/")
+    res.writeHead(status, {
+      ...(body === "" ? {} : { "Content-Type": "application/xml" }),
+      "Content-Length": String(Buffer.byteLength(body)),
+      "x-amz-request-id": "sluice-store-proxy",
+      ...headers
+    })
+    res.end(body)
+  })
+}
+
+const release = () => {
+  forwarding--
+  const next = waiting.shift()
+  if (next !== undefined) next()
+}
+
+const forward = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
+  forwarding++
+  counters.forwarded++
+  let released = false
+  const done = () => {
+    if (released) return
+    released = true
+    release()
+  }
+  const out = Http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers, agent }, (up) => {
+    res.writeHead(up.statusCode ?? 502, up.headers)
+    up.pipe(res)
+    up.on("end", done)
+    up.on("error", done)
+  })
+  out.on("error", () => {
+    done()
+    req.socket.destroy()
+  })
+  req.pipe(out)
+}
+
+const control = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
+  if (req.method === "GET" && req.url === "/__store/counters") {
+    res.writeHead(200, { "Content-Type": "application/json" })
+    res.end(JSON.stringify({ ...counters, inflight, forwarding, waiting: waiting.length, params }))
+    return
+  }
+  if (req.method === "POST" && req.url === "/__store/params") {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      try {
+        const change = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Partial<StoreFaults.FaultParams>
+        params = { ...params, ...change }
+        bucket = StoreFaults.rebucket(bucket, change)
+        // A raised knee lets waiting requests through now.
+        while (waiting.length > 0 && (params.knee === null || forwarding < params.knee)) waiting.shift()?.()
+        res.writeHead(204)
+        res.end()
+      } catch (error) {
+        res.writeHead(400, { "Content-Type": "text/plain" })
+        res.end(String(error))
+      }
+    })
+    return
+  }
+  res.writeHead(404)
+  res.end()
+}
+
+const server = Http.createServer((req, res) => {
+  if ((req.url ?? "").startsWith("/__store/")) return control(req, res)
+  counters.requests++
+  inflight++
+  if (inflight > counters.maxInflight) counters.maxInflight = inflight
+  res.on("close", () => {
+    inflight--
+  })
+  const path = (req.url ?? "/").split("?")[0] ?? "/"
+  // Fixed draw order per request (throttle, error), as the simulator draws.
+  const uThrottle = rng.uniform()
+  const uError = rng.uniform()
+  const decided = StoreFaults.decide(params, bucket, { objectUpload: req.method === "PUT" && !path.endsWith(".manifest.json"), inflight, now: performance.now() }, uThrottle, uError)
+  bucket = decided.bucket
+  switch (decided.verdict._tag) {
+    case "SlowDown":
+      counters.slowDown++
+      return answer(req, res, 503, "SlowDown", "Please reduce your request rate.")
+    case "InternalError":
+      counters.internalError++
+      return answer(req, res, 500, "InternalError", "We encountered an internal error. Please try again.")
+    case "TooManyRequests":
+      counters.tooManyRequests++
+      return answer(req, res, 429, "TooManyRequests", "Too Many Requests", { "Retry-After": String(decided.verdict.retryAfterSeconds) })
+    case "Forward":
+      if (params.knee !== null && forwarding >= params.knee) {
+        req.pause()
+        waiting.push(() => forward(req, res))
+        if (waiting.length > counters.maxWaiting) counters.maxWaiting = waiting.length
+        return
+      }
+      return forward(req, res)
+  }
+})
+server.keepAliveTimeout = 5_000
+server.listen(Number(values.port), "127.0.0.1", () => {
+  process.stdout.write(`listening http://127.0.0.1:${(server.address() as AddressInfo).port}\n`)
+})
+const stop = () => {
+  server.closeAllConnections()
+  agent.destroy()
+  server.close(() => process.exit(0))
+}
+process.on("SIGTERM", stop)
+process.on("SIGINT", stop)
+process.stdin.on("end", stop)
+process.stdin.resume()
