@@ -30,6 +30,9 @@ import { Pipeline } from "@sluice/core"
 import type { Sink } from "@sluice/core"
 import { Composition } from "@sluice/policies"
 import { Cause, Effect, Exit, Fiber, Result, Scope, Stream } from "effect"
+import { createHash } from "node:crypto"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import * as SyntheticSource from "../soak/SyntheticSource.ts"
 import type * as StoreFaults from "./StoreFaults.ts"
@@ -44,11 +47,42 @@ export interface ReplayOptions {
   readonly recordBytes?: number | undefined
   /** Seconds per oracle cell. */
   readonly cellSeconds: number
+  /** Measurements of each store's best cell (≥ 1): their spread is reported. */
+  readonly oracleRepeats: number
+  /** A directory to keep measured oracles in and reuse them from (per store state, scale and grid); none: measure every run. */
+  readonly oracleCache?: string | undefined
   readonly s3: { readonly endpoint: string; readonly region: string; readonly accessKeyId: string; readonly secretAccessKey: string }
   readonly toxiproxy: string
   readonly log: (line: string) => void
   /** Every signal the pipeline published (but `Lag`), as it came: to replay through a policy's pure core (`Policy.replay`) offline. */
   readonly onSignal?: ((signal: unknown) => void) | undefined
+}
+
+/** The most in-flight the oracle's grid measures at (the grid's top). */
+const MAX_ORACLE_INFLIGHT = 64
+
+/** One store's measured capacity: the best cell of the sweep, every cell, the best cell's repeats and their spread ((max − min) ÷ mean). */
+export interface Measured {
+  readonly best: number
+  readonly cells: ReadonlyArray<Calibration.Cell>
+  readonly repeats: ReadonlyArray<number>
+  readonly spread: number
+  readonly measuredAt: string
+}
+
+/** A cached oracle (in `dir`, one file per store state and grid), if any. */
+const readCached = (dir: string | undefined, key: string): Measured | undefined => {
+  if (dir === undefined) return undefined
+  const file = join(dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`)
+  if (!existsSync(file)) return undefined
+  const stored = JSON.parse(readFileSync(file, "utf8")) as { readonly key: string; readonly measured: Measured }
+  return stored.key === key ? stored.measured : undefined
+}
+
+const writeCached = (dir: string | undefined, key: string, measured: Measured): void => {
+  if (dir === undefined) return
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`), JSON.stringify({ key, measured }))
 }
 
 /** One phase of the run as judged (the simulator's fields, and the capacity measured in its conditions). */
@@ -126,6 +160,34 @@ const shaper = async (options: ReplayOptions, upstream: string) => {
   return { endpoint: `http://${made.listen}`, set, close: () => api(options.toxiproxy, `/proxies/${name}`, "DELETE").catch(() => undefined) }
 }
 
+/**
+ * The scenario the replay runs, for the simulator: inflow and every
+ * per-request bandwidth × `scale`, records of `recordBytes` carrying the same
+ * bytes — so `sluice-sim run` on it is the side-by-side of a replay with
+ * `--scale` and `--record-bytes`.
+ */
+export const simScenario = async (file: string, scale: number, recordBytes: number | undefined): Promise<Record<string, unknown>> => {
+  const scenario = await Effect.runPromise(Scenario.load(file))
+  const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown> & {
+    readonly source: Record<string, unknown>
+    readonly store: Record<string, unknown>
+    readonly events?: ReadonlyArray<Record<string, unknown> & { readonly store?: Record<string, unknown> }>
+  }
+  const bytes = recordBytes ?? scenario.source.recordBytes
+  const { $schema: _schema, ...rest } = raw
+  return {
+    ...rest,
+    name: `${scenario.name}-scaled`,
+    source: { ...raw.source, recordBytes: bytes, recordsPerSecond: (scenario.source.recordsPerSecond * scenario.source.recordBytes * scale) / bytes },
+    store: { ...raw.store, bandwidthPerRequest: Runner.storeParams(scenario.store).bandwidthBytesPerSecond * scale },
+    events: scenario.events.map((e, i) => {
+      const given = raw.events?.[i] ?? {}
+      const change = e.store === undefined ? undefined : Runner.storeChange(e.store).bandwidthBytesPerSecond
+      return change === undefined ? given : { ...given, store: { ...given.store, bandwidthPerRequest: change * scale } }
+    })
+  }
+}
+
 /** Runs the replay; returns the summary (the last line of `--json`) and the per-second trace (the simulator's columns). */
 export const replay = async (options: ReplayOptions) => {
   const scenario = await Effect.runPromise(Scenario.load(options.scenario))
@@ -167,20 +229,44 @@ export const replay = async (options: ReplayOptions) => {
   await client.send(new CreateBucketCommand({ Bucket: bucket }))
   try {
     // The oracle, measured: the best (in-flight × size) cell the memory budget allows, per distinct store.
-    const capacities = new Map<string, { readonly best: number; readonly cells: ReadonlyArray<Calibration.Cell> }>()
+    const capacities = new Map<string, Measured>()
     const keyOf = (p: Store.StoreParams) =>
       [p.baseLatencyMillis, p.bandwidthBytesPerSecond, p.knee, p.throttleAbove, p.throttleProbability, p.errorRate, p.rateLimit].join("/")
     for (const { params } of phases) {
       if (capacities.has(keyOf(params))) continue
       await proxy.set(params)
       const sizes = [batchBytes, Math.max(1 << 20, Math.floor(batchBytes / 4))]
-      const inflights = [8, 16, 32, 64].filter((n) => n * Math.min(...sizes) <= budget)
+      // The grid, and the store's own named points (its knee, the in-flight it throttles above).
+      const named = [params.knee, params.throttleAbove ?? 0].filter((n) => n >= 1 && n <= MAX_ORACLE_INFLIGHT)
+      const inflights = [...new Set([4, 8, 16, 32, 64, ...named])].sort((a, b) => a - b).filter((n) => n * Math.min(...sizes) <= budget)
+      const cacheKey = JSON.stringify({ store: keyOf(params), scale: options.scale, sizes, inflights, cellSeconds: options.cellSeconds, repeats: options.oracleRepeats })
+      const cached = readCached(options.oracleCache, cacheKey)
+      if (cached !== undefined) {
+        capacities.set(keyOf(params), cached)
+        options.log(`replay: oracle for ${params.baseLatencyMillis} ms + ${(params.bandwidthBytesPerSecond * options.scale / 1e6).toFixed(2)} MB/s per request from the cache (measured ${cached.measuredAt}): ${(cached.best / 1e6).toFixed(1)} MB/s`)
+        continue
+      }
       options.log(`replay: oracle for ${params.baseLatencyMillis} ms + ${(params.bandwidthBytesPerSecond * options.scale / 1e6).toFixed(2)} MB/s per request: ${sizes.length * inflights.length} cells of ${options.cellSeconds} s`)
       const cells = (await Calibrate.sweep({ client, bucket, prefix: "oracle", sizes, inflights, cellSeconds: options.cellSeconds }))
         .filter((c) => c.inflight * c.objectBytes <= budget)
-      const best = Math.max(...cells.map((c) => c.bytesPerSecond))
-      capacities.set(keyOf(params), { best, cells })
-      options.log(`replay: capacity ${(best / 1e6).toFixed(1)} MB/s (inflow ${(inflow / 1e6).toFixed(1)} MB/s)`)
+      const top = cells.reduce((a, b) => (b.bytesPerSecond > a.bytesPerSecond ? b : a))
+      // The best cell again, to say how much the measurement moves.
+      const again = options.oracleRepeats > 1
+        ? await Calibrate.sweep({ client, bucket, prefix: "oracle", sizes: [top.objectBytes], inflights: Array(options.oracleRepeats - 1).fill(top.inflight), cellSeconds: options.cellSeconds })
+        : []
+      const repeats = [top.bytesPerSecond, ...again.map((c) => c.bytesPerSecond)]
+      const mean = repeats.reduce((a, b) => a + b, 0) / repeats.length
+      const measured: Measured = {
+        best: Math.max(...repeats),
+        cells,
+        repeats,
+        spread: mean === 0 ? 0 : (Math.max(...repeats) - Math.min(...repeats)) / mean,
+        measuredAt: new Date().toISOString()
+      }
+      capacities.set(keyOf(params), measured)
+      writeCached(options.oracleCache, cacheKey, measured)
+      options.log(`replay: capacity ${(measured.best / 1e6).toFixed(1)} MB/s at ${top.inflight} × ${(top.objectBytes / 1048576).toFixed(1)} MiB` +
+        `${repeats.length > 1 ? `, ${repeats.length} measurements, spread ${(measured.spread * 100).toFixed(1)} %` : ""} (inflow ${(inflow / 1e6).toFixed(1)} MB/s)`)
     }
     await proxy.set(phases[0]?.params ?? Runner.storeParams(scenario.store))
 
@@ -353,7 +439,11 @@ export const replay = async (options: ReplayOptions) => {
       lostRecords: 0,
       committedNotVerified: checked.committedNotVerified(),
       failure,
-      oracle: { measured: true, inflowBytesPerSecond: inflow, capacities: Object.fromEntries([...capacities].map(([k, v]) => [k, Math.round(v.best)])) },
+      oracle: {
+        measured: true,
+        inflowBytesPerSecond: inflow,
+        capacities: Object.fromEntries([...capacities].map(([k, v]) => [k, { bytesPerSecond: Math.round(v.best), repeats: v.repeats.map(Math.round), spread: round(v.spread), measuredAt: v.measuredAt }]))
+      },
       notMapped: notMapped(phases)
     }
     return { summary, trace }

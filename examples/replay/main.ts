@@ -1,5 +1,5 @@
 /**
- * `npm run replay -- SCENARIO [--policy SPEC] [--scale X] [--cell-seconds S] [--trace F.csv] [--plot F.svg] [--signals F.jsonl] [--json]`
+ * `npm run replay -- SCENARIO [--policy SPEC] [--scale X] [--cell-seconds S] [--oracle-repeats N] [--oracle-cache DIR] [--trace F.csv] [--plot F.svg] [--signals F.jsonl] [--json]`
  * (through scripts/replay.sh, which starts the S3 server and toxiproxy): see
  * Replay.ts. Progress on stderr; with --json the last stdout line is the summary.
  * Exit codes: 0 the run finished, 1 it failed, 2 bad options.
@@ -8,9 +8,9 @@ import { parseArgs } from "node:util"
 import { createWriteStream, writeFileSync } from "node:fs"
 import { Plot, Trace } from "@sluice/testkit"
 import { Effect } from "effect"
-import { replay } from "./Replay.ts"
+import { replay, simScenario } from "./Replay.ts"
 
-const usage = "usage: npm run replay -- SCENARIO [--policy default] [--scale 1] [--record-bytes N] [--cell-seconds 2] [--trace F.csv] [--plot F.svg] [--signals F.jsonl] [--json]"
+const usage = "usage: npm run replay -- SCENARIO [--policy default] [--scale 1] [--record-bytes N] [--cell-seconds 2] [--oracle-repeats 3] [--oracle-cache DIR] [--trace F.csv] [--plot F.svg] [--signals F.jsonl] [--json] | SCENARIO [--scale X] [--record-bytes N] --write-sim F.json"
 let parsed
 try {
   parsed = parseArgs({
@@ -20,10 +20,13 @@ try {
       policy: { type: "string", default: "default" },
       scale: { type: "string", default: "1" },
       "cell-seconds": { type: "string", default: "2" },
+      "oracle-repeats": { type: "string", default: "3" },
+      "oracle-cache": { type: "string" },
       "record-bytes": { type: "string" },
       trace: { type: "string" },
       plot: { type: "string" },
       signals: { type: "string" },
+      "write-sim": { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false }
     }
@@ -39,8 +42,26 @@ if (values.help) {
 }
 const scale = Number(values.scale)
 const cellSeconds = Number(values["cell-seconds"])
+const oracleRepeats = Number(values["oracle-repeats"])
 const recordBytes = values["record-bytes"] === undefined ? undefined : Number(values["record-bytes"])
 const [scenario] = positionals
+if (scenario === undefined || positionals.length > 1 || !(scale > 0 && scale <= 1) || !(cellSeconds > 0 && cellSeconds <= 30) || (recordBytes !== undefined && !(Number.isInteger(recordBytes) && recordBytes >= 16)) || !(Number.isInteger(oracleRepeats) && oracleRepeats >= 1 && oracleRepeats <= 10)) {
+  process.stderr.write(`replay: one scenario file, --scale in (0, 1], --cell-seconds in (0, 30], --record-bytes a whole number ≥ 16, --oracle-repeats 1–10\n${usage}\n`)
+  process.exit(2)
+}
+const writeSim = values["write-sim"]
+if (writeSim !== undefined) {
+  // The simulator's side of the comparison: the scenario as this replay scales it, written for `sluice-sim run`.
+  simScenario(scenario, scale, recordBytes).then(
+    (scaled) => writeFileSync(writeSim, `${JSON.stringify(scaled, null, 2)}\n`),
+    (error: unknown) => {
+      process.stderr.write(`replay: ${error instanceof Error ? error.message : String(error)}\n`)
+      process.exitCode = 2
+    }
+  )
+} else run(scenario)
+
+function run(scenario: string) {
 const env = (name: string) => {
   const v = process.env[name]
   if (v === undefined || v === "") {
@@ -48,10 +69,6 @@ const env = (name: string) => {
     process.exit(2)
   }
   return v
-}
-if (scenario === undefined || positionals.length > 1 || !(scale > 0 && scale <= 1) || !(cellSeconds > 0 && cellSeconds <= 30) || (recordBytes !== undefined && !(Number.isInteger(recordBytes) && recordBytes >= 16))) {
-  process.stderr.write(`replay: one scenario file, --scale in (0, 1], --cell-seconds in (0, 30], --record-bytes a whole number ≥ 16\n${usage}\n`)
-  process.exit(2)
 }
 const log = (line: string) => process.stderr.write(`${line}\n`)
 const signals = values.signals === undefined ? undefined : createWriteStream(values.signals)
@@ -61,6 +78,8 @@ replay({
   scale,
   recordBytes,
   cellSeconds,
+  oracleRepeats,
+  oracleCache: values["oracle-cache"],
   s3: { endpoint: env("SLUICE_S3_ENDPOINT"), region: process.env["SLUICE_S3_REGION"] ?? "us-east-1", accessKeyId: env("SLUICE_S3_ACCESS_KEY"), secretAccessKey: env("SLUICE_S3_SECRET_KEY") },
   toxiproxy: env("SLUICE_TOXIPROXY_URL"),
   log,
@@ -82,3 +101,4 @@ replay({
     process.exitCode = 1
   }
 )
+}

@@ -34,7 +34,7 @@ describe("replay (real time, real S3 server behind toxiproxy)", { timeout: 180_0
       const file = join(dir, "smoke.json")
       writeFileSync(file, JSON.stringify(smoke))
       const lines: Array<string> = []
-      const { summary, trace } = await replay({ scenario: file, policy: "default", scale: 1, cellSeconds: 0.5, s3, toxiproxy, log: (l) => lines.push(l) })
+      const { summary, trace } = await replay({ scenario: file, policy: "default", scale: 1, cellSeconds: 0.5, oracleRepeats: 2, s3, toxiproxy, log: (l) => lines.push(l) })
       expect(summary.mode).toBe("real")
       expect(summary.failure).toBeNull()
       expect(summary.committedNotVerified).toBe(0)
@@ -50,6 +50,12 @@ describe("replay (real time, real S3 server behind toxiproxy)", { timeout: 180_0
       expect(summary.heldBytesMax).toBeGreaterThan(0)
       for (const field of ["goodputRatio", "phases", "worstPhaseGoodput", "maxLagSeconds", "meanLagSeconds", "heldBytesMax", "throttleRate", "lostRecords", "committedNotVerified", "failure"]) {
         expect(summary).toHaveProperty(field)
+      }
+      // Each store's best cell was measured twice and the spread reported.
+      for (const c of Object.values(summary.oracle.capacities)) {
+        expect(c.repeats).toHaveLength(2)
+        expect(c.bytesPerSecond).toBe(Math.max(...c.repeats))
+        expect(c.spread).toBeGreaterThanOrEqual(0)
       }
       // Every store field of the smoke is imposed (toxics and the store proxy; it has no jitter).
       expect(summary.notMapped).toEqual([])

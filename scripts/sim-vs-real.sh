@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# npm run sim-vs-real [-- OUT_DIR [SCENARIO…]]
+#
+# Each scenario (default: examples/replay/scenarios/*.json) × default, deliveryrate, aimd,
+# fixed:8, in the simulator and replayed against the real S3 server (npm run replay), at
+# SLUICE_REPLAY_SCALE (default 0.1) with SLUICE_REPLAY_RECORD_BYTES-byte records (default
+# 1500): the simulator runs the scenario as the replay scales it (replay --write-sim). Each
+# run's summary, trace and plot go to OUT_DIR (default reports/sim-vs-real), then the table
+# per phase (sim, real, difference) to OUT_DIR/table.md and the report to OUT_DIR/index.html.
+# Oracles are measured once per store state and reused (OUT_DIR/oracle-cache). Bounded: each
+# replay by SLUICE_REPLAY_TIMEOUT (replay.sh); 16 replays of the shipped 110 s scenarios take
+# about 45 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-reports/sim-vs-real}
+shift || true
+scenarios=("$@")
+if [[ ${#scenarios[@]} == 0 ]]; then scenarios=(examples/replay/scenarios/*.json); fi
+policies=(${SLUICE_SIM_VS_REAL_POLICIES:-default deliveryrate aimd fixed:8})
+scale=${SLUICE_REPLAY_SCALE:-0.1}
+bytes=${SLUICE_REPLAY_RECORD_BYTES:-1500}
+mkdir -p "$out"
+. scripts/lib/run-source.sh
+node=$(repo_node)
+# One S3 server and toxiproxy for every replay (replay.sh leaves running ones alone); stopped after if started here.
+s3_was_up=0
+toxiproxy_was_up=0
+bash scripts/s3-server.sh status >/dev/null 2>&1 && s3_was_up=1
+bash scripts/toxiproxy.sh status >/dev/null 2>&1 && toxiproxy_was_up=1
+stop_started() {
+  if [[ $toxiproxy_was_up == 0 ]]; then bash scripts/toxiproxy.sh down >&2 || true; fi
+  if [[ $s3_was_up == 0 ]]; then bash scripts/s3-server.sh down >&2 || true; fi
+}
+trap stop_started EXIT
+bash scripts/s3-server.sh up >&2
+bash scripts/toxiproxy.sh up >&2
+for file in "${scenarios[@]}"; do
+  name=$(basename "$file" .json)
+  "$node" --conditions=@sluice/source examples/replay/main.ts "$file" --scale "$scale" --record-bytes "$bytes" --write-sim "$out/$name.sim-scenario.json"
+  for policy in "${policies[@]}"; do
+    tag="$name.${policy//:/-}"
+    echo "sim-vs-real: $name × $policy (simulator)" >&2
+    npx --no-install sluice-sim run "$out/$name.sim-scenario.json" --policy "$policy" --json --trace "$out/$tag.sim.csv" --plot "$out/$tag.sim.svg" \
+      | tail -n 1 > "$out/$tag.sim.json" || true
+    echo "sim-vs-real: $name × $policy (replay)" >&2
+    bash scripts/replay.sh "$file" --policy "$policy" --scale "$scale" --record-bytes "$bytes" --oracle-cache "$out/oracle-cache" \
+      --json --trace "$out/$tag.real.csv" --plot "$out/$tag.real.svg" 2> "$out/$tag.real.log" | tail -n 1 > "$out/$tag.real.json" || true
+  done
+done
+"$node" --conditions=@sluice/source examples/replay/table.ts "$out"
