@@ -3,12 +3,16 @@
  * follow a small, documented model driven by a seeded RNG and the Effect `Clock`
  * (so it runs on `TestClock`'s virtual time).
  *
- * **The model** (per request, evaluated when the request starts):
+ * **The model** (per request, its outcome decided when the request starts):
  *
  * - service latency `(baseLatency + bytes / bandwidthPerRequest) × max(1, inflight / knee)
  *   × (1 + jitter · Exp(1))`, where `inflight` counts the store's requests in
- *   flight (every stage, every instance) including this one: above the knee the
- *   store's throughput is flat and latency grows;
+ *   flight (every stage, every instance) including this one when it started:
+ *   above the knee the store's throughput is flat and latency grows. A request
+ *   progresses at 1 ÷ its service latency under the parameters in force: an
+ *   {@link SimStore.update} reaches the requests in flight, whose remaining
+ *   share is served at the new latency (a real store, and a network shaper
+ *   changed mid-run, slow the uploads already running: `npm run replay`);
  * - if `inflight > throttleAbove`, a `503 SlowDown` with probability
  *   `throttleProbability`;
  * - independently, a `500 InternalError` with probability `errorRate`;
@@ -23,7 +27,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect } from "effect"
+import { Clock, Deferred, Effect } from "effect"
 import { Batch, Failure } from "@sluice/core"
 import type { Sink } from "@sluice/core"
 import * as Rng from "./Rng.ts"
@@ -148,7 +152,7 @@ export interface StoreCounters {
 export interface SimStore {
   /** The store's parameters now (after every `update` so far). */
   readonly params: () => StoreParams
-  /** Changes parameters from now on (requests in flight keep their latency). */
+  /** Changes parameters from now on, for the requests in flight too (their remaining share runs at the new latency). */
   readonly update: (change: Partial<StoreParams>) => void
   /** The `Sink` of pipeline instance `instance`. */
   readonly sink: (instance: number) => Sink.Sink
@@ -159,6 +163,20 @@ export interface SimStore {
   readonly drainLatencies: () => Array<{ readonly millis: number; readonly bytes: number }>
   /** Verified offset ranges per `source/partition`: `[first, last]` pairs. */
   readonly verified: ReadonlyMap<string, ReadonlyArray<readonly [number, number]>>
+}
+
+/** A request in flight: the share of its service still to run, timed under the parameters in force. */
+interface Serving {
+  /** Share of the service still to run (1 at the start). */
+  remaining: number
+  /** When `remaining` was last counted (ms). */
+  at: number
+  /** Its whole service latency under the parameters in force (ms). */
+  millis: number
+  readonly service: (params: StoreParams) => number
+  /** `update` changed the parameters since `millis` was computed. */
+  changed: boolean
+  wake: Deferred.Deferred<void> | undefined
 }
 
 interface StoredObject {
@@ -208,6 +226,30 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
     return Math.max(1000, Math.ceil(((1 - tokens) * 1000) / limit / 1000) * 1000)
   }
 
+  // The requests in flight (bounded by the pipelines' concurrency).
+  const running = new Set<Serving>()
+
+  /** Serves the remaining share of a request, re-timed when `update` changes the parameters; succeeds with when it ended. */
+  const serve = (r: Serving): Effect.Effect<number> =>
+    Effect.flatMap(r.changed ? Clock.currentTimeMillis : Effect.succeed(r.at), (now) => {
+      r.remaining = Math.max(0, r.remaining - (now - r.at) / r.millis)
+      r.at = now
+      if (r.changed) {
+        r.millis = r.service(params)
+        r.changed = false
+      }
+      // Whole microseconds keep virtual timestamps exact enough to compare.
+      const left = Math.round(r.remaining * r.millis * 1000) / 1000
+      if (left <= 0) return Effect.succeed(now)
+      const wake = Deferred.makeUnsafe<void>()
+      r.wake = wake
+      return Effect.raceFirst(Effect.sleep(left), Deferred.await(wake)).pipe(Effect.andThen(Effect.suspend(() => {
+        // Slept its whole remaining share: it ends `left` after it was last timed (exact, not the clock's reading).
+        if (!r.changed) return Effect.succeed(now + left)
+        return serve(r)
+      })))
+    })
+
   const request = <A>(
     instance: number,
     operation: Operation,
@@ -233,18 +275,19 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
         outcome = "SlowDown"
       }
       if (outcome === "ok" && uError < params.errorRate) outcome = "InternalError"
-      // Whole microseconds keep virtual timestamps exact enough to compare.
-      const millis = Math.round(
-        (outcome === "ok" ? serviceMillis(params, bytes, inflight, exp1) : params.baseLatencyMillis * (1 + params.jitter * exp1)) * 1000
-      ) / 1000
-      return Effect.sleep(millis).pipe(
+      const service = (p: StoreParams): number =>
+        outcome === "ok" ? serviceMillis(p, bytes, inflight, exp1) : p.baseLatencyMillis * (1 + p.jitter * exp1)
+      const serving: Serving = { remaining: 1, at: startedAt, millis: service(params), service, changed: false, wake: undefined }
+      running.add(serving)
+      return serve(serving).pipe(
         Effect.onExit(() =>
           Effect.sync(() => {
             counters.inflight--
+            running.delete(serving)
           })
         ),
-        Effect.andThen(Effect.suspend(() => {
-          const endedAt = startedAt + millis
+        Effect.flatMap((endedAt) => Effect.suspend(() => {
+          const millis = endedAt - startedAt
           requests.push({ instance, operation, startedAt, endedAt, bytes, inflightAtStart: inflight, outcome })
           if (outcome === "ok") {
             if (operation === "putObject") latencies.push({ millis, bytes })
@@ -296,6 +339,10 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
     params: () => params,
     update: (change) => {
       params = { ...params, ...change }
+      for (const r of running) {
+        r.changed = true
+        if (r.wake !== undefined) Deferred.doneUnsafe(r.wake, Effect.void)
+      }
       if (change.rateLimit !== undefined && change.rateLimit !== null) tokens = Math.min(tokens, change.rateLimit)
     },
     sink,

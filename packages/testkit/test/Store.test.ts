@@ -37,6 +37,29 @@ describe("Store", () => {
       expect(request).toMatchObject({ operation: "putObject", startedAt: 0, endedAt: 110, bytes: 100_000, outcome: "ok" })
     }))
 
+  it.effect("an update reaches the requests in flight: their remaining share runs at the new latency (slower, and faster again)", () =>
+    Effect.gen(function*() {
+      const store = Store.make(quiet, 1)
+      const sink = store.sink(0)
+      // 110 ms unloaded (10 ms + 100 kB at 1 MB/s); 10× slower from 55 ms: half done, the other half takes 550 ms.
+      const slowed = yield* Effect.forkChild(sink.putObject(batch(1000, 96)))
+      yield* TestClock.adjust(55)
+      store.update({ baseLatencyMillis: 100, bandwidthBytesPerSecond: 100_000 })
+      yield* TestClock.adjust(549)
+      expect(slowed.pollUnsafe(), "still running at 604 ms").toBeUndefined()
+      yield* TestClock.adjust(1)
+      yield* Fiber.join(slowed)
+      expect(store.requests[0]).toMatchObject({ startedAt: 0, endedAt: 605 })
+      // Started slow (1 100 ms), back to fast after 550 ms: the other half takes 55 ms.
+      const sped = yield* Effect.forkChild(sink.putObject(batch(1000, 96, 1000)))
+      yield* TestClock.adjust(550)
+      store.update({ baseLatencyMillis: 10, bandwidthBytesPerSecond: 1_000_000 })
+      yield* TestClock.adjust(55)
+      yield* Fiber.join(sped)
+      expect(store.requests[1]).toMatchObject({ startedAt: 605, endedAt: 605 + 550 + 55 })
+      expect(store.drainLatencies().map((l) => l.millis)).toEqual([605, 605])
+    }))
+
   it.effect("above the knee latency grows with inflight / knee", () =>
     Effect.gen(function*() {
       const store = Store.make(quiet, 1)
