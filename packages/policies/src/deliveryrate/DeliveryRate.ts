@@ -35,7 +35,7 @@
  * | `drain` | 1 × BDP | a round's in-flight ≤ ⌈BDP⌉ (what drain proposes), or 3 rounds → `cruise` |
  * | `probeUp` | `upGain` × BDP, ×`upGain` per round while the rate keeps growing | the rate grew less than half the in-flight increase (the **knee**), a throttle, or the limit was not used → `probeDown` |
  * | `probeDown` | `downGain` × BDP (drains the queue `probeUp` built) | an upload starts with ≤ BDP in flight, or one round → `cruise` |
- * | `cruise` | 1 × BDP | `cruiseRounds` rounds → `probeUp` |
+ * | `cruise` | `cruiseGain` × BDP | `cruiseRounds` rounds → `probeUp` |
  * | `probing` | `probeGain` × in flight (BBR's PROBE_RTT) | `probeSamples` samples at that level, one upload round |
  *
  * **The probe (PROBE_RTT) and the knee.** `minLatency` can only go down,
@@ -88,15 +88,16 @@ import * as Latency from "../internal/Latency.ts"
  * | `startupGain` | 2 | 1.25 – 4 | in-flight growth per round in `startup` (BBR: 2/ln 2 ≈ 2.89 pacing, 2 cwnd) |
  * | `fullRateGrowth` | 0.25 | 0.01 – 1 | `startup` ends when the rate grew less than this … (BBR: 25 %) |
  * | `fullRateRounds` | 3 | 1 – 100 | … in this many rounds that used the limit (BBR: 3) |
- * | `upGain` | 1.25 | 1.01 – 4 | `probeUp` in-flight gain (BBR: 1.25) |
- * | `downGain` | 0.75 | 0.1 – 0.99 | `probeDown` in-flight gain (BBR: 0.75) |
- * | `cruiseRounds` | 4 | 0 – 100 | rounds at 1 × BDP between probes up (BBR: 6) |
+ * | `cruiseGain` | 1.25 | 0.5 – 4, ≤ `upGain` | in-flight in `cruise`, × BDP (BBR cruises at 1 ×) |
+ * | `upGain` | 1.5 | 1.01 – 4 | `probeUp` in-flight gain (BBR: 1.25) |
+ * | `downGain` | 0.9 | 0.1 – 0.99 | `probeDown` in-flight gain (BBR: 0.75) |
+ * | `cruiseRounds` | 4 | 0 – 100 | rounds in `cruise` between probes up (BBR: 6) |
  * | `rateWindowRounds` | 10 | 1 – 100 | rounds of the rate's max filter (BBR: 10) |
  * | `minLatencyWindowMillis` | 10 s | > 0 | age of the latency minimum that forces a probe (BBR: 10 s) |
  * | `confirmTolerance` | 0.1 | 0 – 1 | a sample within this fraction of the minimum confirms it (keeps it fresh) |
- * | `riseTolerance` | 0.5 | > upGain − 1 | a round whose minimum is ≥ (1 + this) × `minLatency` starts the probe |
+ * | `riseTolerance` | 1 | > upGain − 1, ≤ 100 | a round whose minimum is ≥ (1 + this) × `minLatency` starts the probe |
  * | `probeGain` | 0.5 | 0.05 – 0.95 | the probe drains in-flight to this share (BBRv2: 0.5) |
- * | `probeSamples` | 4 | 1 – 1000 | samples measured at the drained level |
+ * | `probeSamples` | 8 | 1 – 1000 | samples measured at the drained level |
  * | `probeTimeoutMillis` | 10 s | > 0 | a probe without its samples ends after this |
  * | `throttleBeta` | 0.7 | 0.1 – 0.99 | `inflightHi` cut per throttle round (BBRv2: 0.7) |
  * | `referenceBytes` | 1 MiB | ≥ 1 byte | the size normalisation until `a / b` is first measured (then learned) |
