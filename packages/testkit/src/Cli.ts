@@ -23,6 +23,7 @@ import { mkdir, readdir, writeFile } from "node:fs/promises"
 import { dirname, isAbsolute, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Plot from "./Plot.ts"
+import * as Family from "./Family.ts"
 import * as PolicySpec from "./PolicySpec.ts"
 import * as Runner from "./Runner.ts"
 import * as Scenario from "./Scenario.ts"
@@ -38,6 +39,8 @@ import * as Trace from "./Trace.ts"
 export const usage = `usage:
   sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace out.csv] [--plot out.svg] [--max-duration <d>]
   sluice-sim matrix <dir> --policy <a> [--policy <b> ...] [--json] [--max-duration <d>]
+  sluice-sim generate --family <kind> --count N --seed S --out <dir>   draw scenarios of a family
+  sluice-sim family <dir> --policy <a> [--policy <b> ...] [--json] [--max-duration <d>]   the distribution per policy
   sluice-sim schema        print the JSON Schema of scenario files
   sluice-sim --help | --version
 
@@ -49,6 +52,7 @@ export const usage = `usage:
   --trace <csv>   write the trace (one row per 100 virtual ms) as CSV
   --plot <svg>    write the trace as an SVG plot
   --max-duration <d>  refuse scenarios longer than d of virtual time (default 24h), e.g. 48h, "7 days"
+  --family <kind>  slower | slower-throttle | knee-drop | rate-limit | errors-in-slowdown | flapping | ramp | mixed
 
 exit codes: 0 every expect bound holds, 1 a bound failed, 2 bad usage, scenario or policy`
 
@@ -80,6 +84,11 @@ export type Parsed =
     readonly plot: string | undefined
     /** The `--max-duration` cap in virtual milliseconds ({@link defaultMaxDuration} when absent). */
     readonly maxDuration: number
+    /** `generate`: the family, how many, its seed, where to write. */
+    readonly family?: string | undefined
+    readonly count?: string | undefined
+    readonly seed?: string | undefined
+    readonly out?: string | undefined
   }
   | { readonly _tag: "Help" }
   | { readonly _tag: "Version" }
@@ -87,8 +96,8 @@ export type Parsed =
 
 type Args = Extract<Parsed, { readonly _tag: "Command" }>
 
-const commands = ["run", "matrix", "schema"] as const
-const valueOptions = ["--policy", "--trace", "--plot", "--max-duration"] as const
+const commands = ["run", "matrix", "generate", "family", "schema"] as const
+const valueOptions = ["--policy", "--trace", "--plot", "--max-duration", "--family", "--count", "--seed", "--out"] as const
 const options = [...valueOptions, "--json", "--help", "--version"] as const
 
 /** ` (did you mean --policy?)` when one known word is within two edits. */
@@ -129,6 +138,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): Parsed => {
   let trace: string | undefined
   let plot: string | undefined
   let maxDuration = defaultMaxDuration
+  const named: Record<string, string> = {}
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string
     const eq = a.indexOf("=")
@@ -139,6 +149,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): Parsed => {
       if (name === "--policy") policies.push(v)
       else if (name === "--trace") trace = v
       else if (name === "--plot") plot = v
+      else if (name === "--family" || name === "--count" || name === "--seed" || name === "--out") named[name.slice(2)] = v
       else {
         const millis = Config.parseMillis(v)
         if (millis === undefined || millis <= 0) {
@@ -150,17 +161,17 @@ export const parseArgs = (argv: ReadonlyArray<string>): Parsed => {
     else if (a.startsWith("-") && a !== "-") return { _tag: "Invalid", message: `unknown option ${a}${suggestion(name, options)}` }
     else positional.push(a)
   }
-  const arity = positional[0] === "schema" ? 1 : 2
+  const arity = positional[0] === "schema" || positional[0] === "generate" ? 1 : 2
   const extra = positional[arity]
   if (extra !== undefined && (commands as ReadonlyArray<string | undefined>).includes(positional[0])) {
     return {
       _tag: "Invalid",
       message: `unexpected argument ${extra}: ${positional[0]} takes ${
-        positional[0] === "schema" ? "none" : positional[0] === "run" ? "one scenario file" : "one directory"
+        positional[0] === "schema" || positional[0] === "generate" ? "none" : positional[0] === "run" ? "one scenario file" : "one directory"
       }`
     }
   }
-  return { _tag: "Command", command: positional[0], target: positional[1], policies, json, trace, plot, maxDuration }
+  return { _tag: "Command", command: positional[0], target: positional[1], policies, json, trace, plot, maxDuration, ...named }
 }
 
 /**
@@ -473,6 +484,73 @@ const matrixCommand = (args: Args, print: (line: string) => void, progress: (lin
     return cells.every((c) => c.failures.length === 0 && c.summary.failure === null) ? 0 : 1
   })
 
+/** A whole number within `[min, max]`, or a usage error naming the flag. */
+const wholeArg = (flag: string, v: string | undefined, min: number, max: number) => {
+  const n = Number(v)
+  return v !== undefined && Number.isInteger(n) && n >= min && n <= max
+    ? Effect.succeed(n)
+    : Effect.fail(new UsageError({ message: `${flag} needs a whole number from ${min} to ${max}, got ${v === undefined ? "nothing" : JSON.stringify(v)}` }))
+}
+
+/** The most scenarios one `generate` writes. */
+const MAX_GENERATE = 10_000
+
+const generateCommand = (args: Args, print: (line: string) => void) =>
+  Effect.gen(function*() {
+    const kind = args.family
+    if (kind === undefined || !(Family.kinds as ReadonlyArray<string>).includes(kind)) {
+      return yield* new UsageError({ message: `generate needs --family, one of ${Family.kinds.join(", ")}${kind === undefined ? "" : `; got ${JSON.stringify(kind)}${suggestion(kind, Family.kinds)}`}` })
+    }
+    const count = yield* wholeArg("--count", args.count, 1, MAX_GENERATE)
+    const seed = yield* wholeArg("--seed", args.seed, 0, 2 ** 31 - 1)
+    const out = args.out
+    if (out === undefined) return yield* new UsageError({ message: "generate needs --out <dir>" })
+    const scenarios = yield* Family.generate(kind as Family.Kind, count, seed)
+    for (const scenario of scenarios) {
+      yield* writeOut("--out", join(out, `${String(scenario["name"])}.json`), `${JSON.stringify(scenario, null, 2)}\n`)
+    }
+    print(`${scenarios.length} scenarios of family ${kind} (seed ${seed}) in ${out}`)
+    return 0
+  })
+
+const familyCommand = (args: Args, print: (line: string) => void, progress: (line: string) => void) =>
+  Effect.gen(function*() {
+    const dir = args.target
+    if (dir === undefined) return yield* new UsageError({ message: "family needs a directory of scenario files" })
+    const files = yield* scenarioFiles(dir)
+    const scenarios = yield* Effect.forEach(files, (file) => loadScenario(join(dir, file), args.maxDuration))
+    const policies = yield* resolvePolicies(args.policies.length > 0 ? args.policies : ["base"])
+    const results: Array<Family.Distribution> = []
+    let done = 0
+    for (const { policy, spec } of policies) {
+      const summaries: Array<Summary> = []
+      for (const scenario of scenarios) {
+        progress(progressLine(`[${++done}/${scenarios.length * policies.length}]`, scenario, spec))
+        const cell = yield* runOne(scenario, policy)
+        progress(cellDone(cell))
+        summaries.push(cell.summary)
+      }
+      results.push(Family.distribution(spec, summaries))
+    }
+    print(markdownTable(
+      ["policy", "scenarios", "judged", `worst phase ≥ ${Family.GOOD_PHASE}`, "p10", "median", "max lag p90", "max lag", "throttle p90", "worst"],
+      results.map((d) => [
+        d.policy,
+        String(d.scenarios),
+        String(d.judged),
+        fmt(d.goodShare, 2),
+        fmt(d.worstPhaseP10),
+        fmt(d.worstPhaseMedian),
+        fmt(d.maxLagP90, 1),
+        fmt(d.maxLagMax, 1),
+        fmt(d.throttleRateP90),
+        d.worst.map(([name, w, lag]) => `${name} ${fmt(w, 2)} (${fmt(lag, 0)} s)`).join(", ")
+      ])
+    ).join("\n"))
+    if (args.json) print(JSON.stringify(results))
+    return 0
+  })
+
 /** The message `main` prints for a failure: the flag or file first, never a stack. */
 const describeFailure = (error: unknown): string => {
   if (error instanceof UsageError) return `sluice-sim: ${error.message}\n${usage}`
@@ -538,6 +616,10 @@ export const main = async (
     ? runCommand(args, print, printError)
     : args.command === "matrix"
     ? matrixCommand(args, print, printError)
+    : args.command === "generate"
+    ? generateCommand(args, print)
+    : args.command === "family"
+    ? familyCommand(args, print, printError)
     : args.command === "schema"
     ? Effect.sync(() => {
       print(JSON.stringify(Scenario.jsonSchema(), null, 2))
