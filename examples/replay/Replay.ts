@@ -70,6 +70,12 @@ export interface Measured {
   readonly measuredAt: string
 }
 
+/** The smallest in-flight of a sweep within 10 % of its best cell (the repeats of the best cell may measure higher: not compared). */
+const kneeOf = (cells: ReadonlyArray<Calibration.Cell>): number => {
+  const top = Math.max(0, ...cells.map((c) => c.bytesPerSecond))
+  return Math.min(...cells.filter((c) => c.bytesPerSecond >= top * 0.9).map((c) => c.inflight))
+}
+
 /** A cached oracle (in `dir`, one file per store state and grid), if any. */
 const readCached = (dir: string | undefined, key: string): Measured | undefined => {
   if (dir === undefined) return undefined
@@ -89,7 +95,7 @@ const writeCached = (dir: string | undefined, key: string, measured: Measured): 
 export interface ReplayPhase extends Summary.PhaseSummary {
   /** The measured capacity in this phase's conditions (bytes/s, best oracle cell). */
   readonly capacityBytesPerSecond: number
-  /** The smallest in-flight of the oracle's grid within 10 % of that capacity: below the scenario's `knee`, the host's knee binds. */
+  /** The smallest in-flight of the oracle's grid within 10 % of its best cell: below the scenario's `knee`, the host's knee binds. */
   readonly measuredKnee: number
   /** The scenario's knee in this phase. */
   readonly knee: number
@@ -411,7 +417,7 @@ export const replay = async (options: ReplayOptions) => {
         goodputRatio: round(oracle === 0 ? 1 : good / oracle),
         maxLagSeconds: round(Math.max(...inside.map((r) => r.lag))),
         capacityBytesPerSecond: Math.round(capacity),
-        measuredKnee: Math.min(...(measured?.cells ?? []).filter((c) => c.bytesPerSecond >= capacity * 0.9).map((c) => c.inflight)),
+        measuredKnee: kneeOf(measured?.cells ?? []),
         knee: first.params.knee
       })
     }
