@@ -461,24 +461,34 @@ const scenarioFiles = (dir: string) =>
     return files
   })
 
-const matrixCommand = (args: Args, print: (line: string) => void, progress: (line: string) => void) =>
+/**
+ * Every scenario of `args.target` × every `--policy`, each checked before the
+ * first cell runs, run scenario by scenario (progress on stderr); the cells in
+ * that order.
+ */
+const runDirectory = (args: Args, command: string, progress: (line: string) => void) =>
   Effect.gen(function*() {
     const dir = args.target
-    if (dir === undefined) return yield* new UsageError({ message: "matrix needs a directory of scenario files" })
+    if (dir === undefined) return yield* new UsageError({ message: `${command} needs a directory of scenario files` })
     const files = yield* scenarioFiles(dir)
-    // Every scenario and policy is checked before the first cell runs.
     const scenarios = yield* Effect.forEach(files, (file) => loadScenario(join(dir, file), args.maxDuration))
     const policies = yield* resolvePolicies(args.policies.length > 0 ? args.policies : ["base"])
-    const cells: Array<Cell> = []
+    const cells: Array<Cell & { readonly spec: string }> = []
     const total = scenarios.length * policies.length
     for (const scenario of scenarios) {
       for (const { policy, spec } of policies) {
         progress(progressLine(`[${cells.length + 1}/${total}]`, scenario, spec))
         const cell = yield* runOne(scenario, policy)
         progress(cellDone(cell))
-        cells.push(cell)
+        cells.push({ ...cell, spec })
       }
     }
+    return { cells, specs: policies.map((p) => p.spec) }
+  })
+
+const matrixCommand = (args: Args, print: (line: string) => void, progress: (line: string) => void) =>
+  Effect.gen(function*() {
+    const { cells } = yield* runDirectory(args, "matrix", progress)
     print(markdownTable(matrixHeader, cells.map(matrixRow)).join("\n"))
     if (args.json) print(JSON.stringify(cells.map(jsonOf)))
     return cells.every((c) => c.failures.length === 0 && c.summary.failure === null) ? 0 : 1
@@ -515,23 +525,8 @@ const generateCommand = (args: Args, print: (line: string) => void) =>
 
 const familyCommand = (args: Args, print: (line: string) => void, progress: (line: string) => void) =>
   Effect.gen(function*() {
-    const dir = args.target
-    if (dir === undefined) return yield* new UsageError({ message: "family needs a directory of scenario files" })
-    const files = yield* scenarioFiles(dir)
-    const scenarios = yield* Effect.forEach(files, (file) => loadScenario(join(dir, file), args.maxDuration))
-    const policies = yield* resolvePolicies(args.policies.length > 0 ? args.policies : ["base"])
-    const results: Array<Family.Distribution> = []
-    let done = 0
-    for (const { policy, spec } of policies) {
-      const summaries: Array<Summary> = []
-      for (const scenario of scenarios) {
-        progress(progressLine(`[${++done}/${scenarios.length * policies.length}]`, scenario, spec))
-        const cell = yield* runOne(scenario, policy)
-        progress(cellDone(cell))
-        summaries.push(cell.summary)
-      }
-      results.push(Family.distribution(spec, summaries))
-    }
+    const { cells, specs } = yield* runDirectory(args, "family", progress)
+    const results = specs.map((spec) => Family.distribution(spec, cells.filter((c) => c.spec === spec).map((c) => c.summary)))
     print(markdownTable(
       ["policy", "scenarios", "judged", `worst phase ≥ ${Family.GOOD_PHASE}`, "p10", "median", "max lag p90", "max lag", "throttle p90", "worst"],
       results.map((d) => [
