@@ -270,13 +270,42 @@ describe("DeliveryRate (pure core)", () => {
       })
     const c = config(Composition.defaultsBase.deliveryRate)
     const fast = Policy.replay(DeliveryRate.policy, c, signals.filter(([, at]) => at < 30_000)).state
-    // The fast phase as it happened: the probe read a knee at ~7 from 16 uploads
-    // whose bodiless requests queued on the host (10 → 22 ms) while the rate still doubled.
-    expect(fast.inflightHi).toBeLessThan(10)
+    // The fast phase: the probe drained 16 uploads whose bodiless requests had
+    // queued on the host (10 → 22 ms) while the rate doubled (53 → 99 MB/s) and
+    // each upload 1.36 s against 1.28 s at 8: no knee (read at ~7 before `queuedIn`, it held the default at 6–9).
+    expect(fast.probes).toBeGreaterThanOrEqual(1)
+    expect(fast.inflightHi).toBe(Infinity)
     const slow = Policy.replay(DeliveryRate.policy, c, signals)
     const proposed = slow.proposals.filter(([at]) => at >= 30_000).map(([, p]) => p.concurrency ?? 0)
     expect(slow.state.minLatency, "the running uploads raised the minimum").toBeGreaterThan(3 * fast.minLatency)
     expect(Math.max(0, ...proposed), "and the uploads with it, past the old knee").toBeGreaterThanOrEqual(30)
+  })
+
+  it("a knee read in the old regime does not bound in-flight once the store itself got slower; a throttle bound does", () => {
+    // A fast store (8 MiB in ~133 ms, 16 in flight), then the running uploads say it got 20× slower.
+    const warm: Array<readonly [SignalBusSignal, number]> = []
+    let t = 0
+    for (let i = 0; i < 400; i++) {
+      t += 10
+      const bytes = 8 * MiB
+      warm.push([sample(t, 8 + bytes / (64 * MiB / 1000), { bytes, inflightAtStart: 16, limitAtStart: 16 }), t])
+      warm.push([sample(t, 8, { stage: "manifest_upload", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
+    }
+    const fast = Policy.replay(DeliveryRate.policy, config(), warm).state
+    const slow = [1, 2, 3, 4].map((k) => [inflight(t + k * 1_000, 0, 1 << 30, { startedAt: t + 1, bytes: 8 * MiB, inflightAtStart: 16 }), t + k * 1_000] as const)
+    const after = (start: DeliveryRate.DeliveryRateState) => {
+      let state = start
+      for (const [signal, now] of slow) state = DeliveryRate.policy.step(state, signal, now).state
+      return state
+    }
+    // A knee at 7 read before (the probe's), no throttle episode: the slower store lifts it.
+    const knee = after({ ...fast, inflightHi: 7 })
+    expect(knee.inflightHi).toBe(Infinity)
+    expect(knee.proposed).toBeGreaterThan(7)
+    // The same bound from a throttle episode stays.
+    const throttled = after({ ...fast, inflightHi: 7, throttledAt: 10 })
+    expect(throttled.inflightHi).toBe(7)
+    expect(throttled.proposed).toBeLessThanOrEqual(7)
   })
 
   it("throttles cut in-flight once per round, ×throttleBeta from what was in flight; Transient and Fatal never cut", () => {

@@ -265,6 +265,10 @@ export interface DeliveryRateState {
   readonly probes: number
   /** Running uploads raised the minimum (`onPending`) and no measurement has settled it since. */
   readonly pendingRaised: boolean
+  /** Minimum normalised latency of every object upload (`Infinity` before one): what an upload takes unqueued. */
+  readonly objectMinLatency: number
+  /** The last {@link RECENT_UPLOADS} object uploads: normalised latency and the in-flight each began at. */
+  readonly recentUploads: ReadonlyArray<readonly [number, number]>
 }
 
 const emptyRound = (start: number): RoundStats => ({
@@ -317,6 +321,31 @@ export const bdp = (s: DeliveryRateState): number | undefined => {
   const slotMillis = s.minLatency * (1 + s.objectBytes / Math.max(1, s.sizeRatio) + s.bodilessPerObject)
   return (rate * slotMillis) / 1000 / s.objectBytes
 }
+
+/**
+ * Whether the load the probe drained queued at the store, from the last
+ * uploads begun at it (above the drained level): a store that
+ * queues above its knee delays every request by the same factor, uploads
+ * too, while a host that is only busy moving bodies delays its small requests
+ * (manifests, verifies) and not the uploads. It queued when those uploads
+ * took ≥ √(1 + `riseTolerance`) × the fastest upload seen (halfway,
+ * geometrically, between no rise and the rise that started the probe); a knee
+ * is read only then (BBR's knee is where the rate stops growing, and it grows
+ * while uploads do not slow). Without such uploads it is assumed, as
+ * before this rule. Without it, on versitygw behind toxiproxy, 16 uploads
+ * whose manifests and verifies queued on the host (10 → 22 ms) while each
+ * upload took 1.36 s against 1.28 s at 8 read as a knee at 7, then 4, then 2:
+ * the default held 2 uploads where 5 carried the inflow (`npm run replay`,
+ * knee-drop-5x, 0.475 of the measured oracle in its healthy first phase).
+ */
+const queuedIn = (s: DeliveryRateState, p: DrainProbe): boolean => {
+  // The uploads of the load the probe drained: begun above the level it drains to.
+  const elevated = Math.min(...s.recentUploads.filter(([, inflight]) => inflight > p.level).map(([latency]) => latency))
+  return !Number.isFinite(elevated) || !Number.isFinite(s.objectMinLatency) || elevated >= Math.sqrt(1 + s.config.riseTolerance) * s.objectMinLatency
+}
+
+/** Object uploads remembered for {@link queuedIn}: a round of uploads at the in-flight a probe drains (the default's knees: 8–64), bounded. */
+export const RECENT_UPLOADS = 64
 
 /** The in-flight the mode asks for, before the bounds. */
 const wanted = (s: DeliveryRateState): number => {
@@ -453,7 +482,7 @@ const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const before = p.before
   const bounded = (knee: number) => Math.min(s.inflightHi, Math.max(c.floor, knee))
   if (seen.minLatency < (1 + c.riseTolerance) * s.minLatency) {
-    const elevated = before.minLatency >= (1 + c.riseTolerance) * s.minLatency
+    const elevated = before.minLatency >= (1 + c.riseTolerance) * s.minLatency && queuedIn(s, p)
     const knee = elevated ? (before.inflight * s.minLatency) / before.minLatency : Infinity
     return {
       ...resumed,
@@ -466,7 +495,7 @@ const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const drained = seen.inflight / Math.max(1, before.inflight)
   const fell = seen.minLatency / Math.max(MIN_MILLIS, before.minLatency)
   if (drained <= 0.8 && fell <= drained * 1.15) {
-    const knee = (seen.inflight * s.minLatency) / seen.minLatency
+    const knee = queuedIn(s, p) ? (seen.inflight * s.minLatency) / seen.minLatency : Infinity
     return { ...resumed, inflightHi: bounded(knee), confirmedInflight: Math.min(s.confirmedInflight, knee) }
   }
   // The store itself got slower: a knee found in the old regime no longer holds.
@@ -608,6 +637,11 @@ const onSample = (s0: DeliveryRateState, sample: SignalBus.UploadSample, now: nu
     s = seen.samples >= c.probeSamples ? endProbe({ ...s, probe: { ...p, seen } }, now) : { ...s, probe: { ...p, seen } }
   }
   if (!object) return { ...s, bodilessSinceObject: s.bodilessSinceObject + 1 }
+  s = {
+    ...s,
+    objectMinLatency: Math.min(s.objectMinLatency, value),
+    recentUploads: [...s.recentUploads.slice(s.recentUploads.length >= RECENT_UPLOADS ? 1 : 0), [value, sample.inflightAtStart] as const]
+  }
   s = clearedAbove(s, sample)
   const { deliveries, rate } = Delivery.complete(s.deliveries, sample.startedAt, now, sample.bytes)
   const limited = sample.inflightAtStart >= sample.limitAtStart
@@ -788,7 +822,9 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState, Config
     restoreFloor: 0,
     probe: undefined,
     probes: 0,
-    pendingRaised: false
+    pendingRaised: false,
+    objectMinLatency: Infinity,
+    recentUploads: []
   }),
   initial: (s) => ({ concurrency: s.proposed }),
   step: (s, signal, now) => {
