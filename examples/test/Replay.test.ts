@@ -34,7 +34,7 @@ describe("replay (real time, real S3 server behind toxiproxy)", { timeout: 180_0
       const file = join(dir, "smoke.json")
       writeFileSync(file, JSON.stringify(smoke))
       const lines: Array<string> = []
-      const { summary, trace } = await replay({ scenario: file, policy: "default", scale: 1, cellSeconds: 0.5, oracleRepeats: 2, s3, toxiproxy, log: (l) => lines.push(l) })
+      const { summary, trace } = await replay({ scenario: file, policy: "default", scale: 1, cellSeconds: 0.4, oracleRepeats: 2, s3, toxiproxy, log: (l) => lines.push(l) })
       expect(summary.mode).toBe("real")
       expect(summary.failure).toBeNull()
       expect(summary.committedNotVerified).toBe(0)
