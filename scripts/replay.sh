@@ -9,17 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-s3_was_up=0
-toxiproxy_was_up=0
-bash scripts/s3-server.sh status >/dev/null 2>&1 && s3_was_up=1
-bash scripts/toxiproxy.sh status >/dev/null 2>&1 && toxiproxy_was_up=1
-stop_started() {
-  if [[ $toxiproxy_was_up == 0 ]]; then bash scripts/toxiproxy.sh down >&2 || true; fi
-  if [[ $s3_was_up == 0 ]]; then bash scripts/s3-server.sh down >&2 || true; fi
-}
-trap stop_started EXIT
-bash scripts/s3-server.sh up >&2
-bash scripts/toxiproxy.sh up >&2
+. scripts/lib/ensure-services.sh
+ensure_services s3-server toxiproxy
 set -a
 . .services/s3.env
 . .services/toxiproxy.env

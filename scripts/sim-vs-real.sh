@@ -22,18 +22,9 @@ bytes=${SLUICE_REPLAY_RECORD_BYTES:-1500}
 mkdir -p "$out"
 . scripts/lib/run-source.sh
 node=$(repo_node)
-# One S3 server and toxiproxy for every replay (replay.sh leaves running ones alone); stopped after if started here.
-s3_was_up=0
-toxiproxy_was_up=0
-bash scripts/s3-server.sh status >/dev/null 2>&1 && s3_was_up=1
-bash scripts/toxiproxy.sh status >/dev/null 2>&1 && toxiproxy_was_up=1
-stop_started() {
-  if [[ $toxiproxy_was_up == 0 ]]; then bash scripts/toxiproxy.sh down >&2 || true; fi
-  if [[ $s3_was_up == 0 ]]; then bash scripts/s3-server.sh down >&2 || true; fi
-}
-trap stop_started EXIT
-bash scripts/s3-server.sh up >&2
-bash scripts/toxiproxy.sh up >&2
+# One S3 server and toxiproxy for every replay (replay.sh leaves running ones alone).
+. scripts/lib/ensure-services.sh
+ensure_services s3-server toxiproxy
 for file in "${scenarios[@]}"; do
   name=$(basename "$file" .json)
   "$node" --conditions=@sluice/source examples/replay/main.ts "$file" --scale "$scale" --record-bytes "$bytes" --write-sim "$out/$name.sim-scenario.json"
