@@ -10,7 +10,7 @@ import * as Runner from "../src/Runner.ts"
 import * as Scenario from "../src/Scenario.ts"
 
 type Raw = Record<string, unknown> & { readonly events: ReadonlyArray<{ readonly at: string; readonly store: Record<string, unknown> }> }
-const gen = (kind: Family.Kind, count: number, seed: number) => Effect.runSync(Family.generate(kind, count, seed)) as ReadonlyArray<Raw>
+const gen = (kind: Family.Kind, count: number, seed: number) => Effect.runSync(Family.generate(kind, count, seed)) as unknown as ReadonlyArray<Raw>
 const millis = (s: unknown) => Number(String(s).replace(" millis", ""))
 
 describe("Family (scenario families)", () => {
