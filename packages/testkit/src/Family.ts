@@ -238,8 +238,8 @@ export const judgeable = (scenario: Scenario.Scenario): boolean => {
 /**
  * `count` scenarios of `kind` from `seed`, each decoded (so each is a valid
  * scenario file) and judgeable; names `KIND-SEED-I`. Fails if the family
- * cannot find `count` judgeable scenarios in {@link MAX_DRAWS_PER_SCENARIO}
- * draws per scenario.
+ * cannot find `count` judgeable scenarios in 50 draws per scenario
+ * (`MAX_DRAWS_PER_SCENARIO`).
  *
  * @since 0.3.0
  */

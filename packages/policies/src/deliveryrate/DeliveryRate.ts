@@ -267,7 +267,7 @@ export interface DeliveryRateState {
   readonly pendingRaised: boolean
   /** Minimum normalised latency of every object upload (`Infinity` before one): what an upload takes unqueued. */
   readonly objectMinLatency: number
-  /** The last {@link RECENT_UPLOADS} object uploads: normalised latency and the in-flight each began at. */
+  /** The last `RECENT_UPLOADS` (64) object uploads: normalised latency and the in-flight each began at. */
   readonly recentUploads: ReadonlyArray<readonly [number, number]>
 }
 
@@ -344,8 +344,8 @@ const queuedIn = (s: DeliveryRateState, p: DrainProbe): boolean => {
   return !Number.isFinite(elevated) || !Number.isFinite(s.objectMinLatency) || elevated >= Math.sqrt(1 + s.config.riseTolerance) * s.objectMinLatency
 }
 
-/** Object uploads remembered for {@link queuedIn}: a round of uploads at the in-flight a probe drains (the default's knees: 8–64), bounded. */
-export const RECENT_UPLOADS = 64
+/** Object uploads remembered for `queuedIn`: a round of uploads at the in-flight a probe drains (the default's knees: 8–64), bounded. */
+const RECENT_UPLOADS = 64
 
 /** The in-flight the mode asks for, before the bounds. */
 const wanted = (s: DeliveryRateState): number => {
