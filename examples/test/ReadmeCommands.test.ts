@@ -91,6 +91,15 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
   { command: "npx sluice-sim run examples/custom-policy/scenarios/storm-then-slower.json --policy ./examples/custom-policy/dist/index.js" },
   { command: "npx sluice-sim run packages/testkit/scenarios/throttle-storm.json --policy ./examples/custom-policy/dist/index.js+throttle+shared" },
   { command: "npx sluice-sim run examples/custom-policy/scenarios/storm-then-slower.json --policy sluice-policy-example --json" },
+  {
+    command: "npx sluice-sim generate --family mixed --count 200 --seed 1 --out out/family-train",
+    smoke: "d=$(mktemp -d) && npx sluice-sim generate --family mixed --count 3 --seed 1 --out $d/family-train && test $(ls $d/family-train | wc -l) = 3; s=$?; rm -rf $d; exit $s"
+  },
+  {
+    command: "npx sluice-sim family out/family-train --policy default --policy fixed:8 --json",
+    smoke: "d=$(mktemp -d) && npx sluice-sim generate --family mixed --count 2 --seed 1 --out $d/f && npx sluice-sim family $d/f --policy default --policy fixed:8 --json; s=$?; rm -rf $d; exit $s",
+    output: /"policy":"fixed:8","scenarios":2/
+  },
   { command: "npx sluice audit --help" },
   { command: "npx sluice calibrate --help" },
   { command: "npm run soak -- --help" },
