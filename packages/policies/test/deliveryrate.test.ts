@@ -28,6 +28,20 @@ const modes = <C, S>(policy: Policy.Policy<C, S>, c: C, signals: Iterable<readon
 }
 type SignalBusSignal = Parameters<typeof DeliveryRate.policy.step>[1]
 
+/** A fast store: 8 ms per request + 64 MiB/s, 8 MiB objects (~133 ms), 16 in flight, 400 completions 10 ms apart (with a verify each when `verify`). */
+const fastStore = (verify: boolean) => {
+  const warm: Array<readonly [SignalBusSignal, number]> = []
+  let t = 0
+  for (let i = 0; i < 400; i++) {
+    t += 10
+    const bytes = 8 * MiB
+    warm.push([sample(t, 8 + bytes / (64 * MiB / 1000), { bytes, inflightAtStart: 16, limitAtStart: 16 }), t])
+    warm.push([sample(t, 8, { stage: "manifest_upload", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
+    if (verify) warm.push([sample(t, 8, { stage: "verify", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
+  }
+  return { warm, t }
+}
+
 describe("Delivery (rate samples and the max filter)", () => {
   it("a completion's rate is the bytes delivered during its own upload ÷ its latency", () => {
     // 4 uploads of 10 MB started together at 0, completing at 1000..1003 ms.
@@ -213,16 +227,7 @@ describe("DeliveryRate (pure core)", () => {
   })
 
   it("sees a slower store in the uploads still running: the median's age raises the minimum before any completes; not with pending: false, nor when in-flight grew enough to explain it", () => {
-    // A fast store: 8 ms per request + 64 MiB/s; 8 MiB objects, 16 in flight.
-    const warm: Array<readonly [SignalBusSignal, number]> = []
-    let t = 0
-    for (let i = 0; i < 400; i++) {
-      t += 10
-      const bytes = 8 * MiB
-      warm.push([sample(t, 8 + bytes / (64 * MiB / 1000), { bytes, inflightAtStart: 16, limitAtStart: 16 }), t])
-      warm.push([sample(t, 8, { stage: "manifest_upload", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
-      warm.push([sample(t, 8, { stage: "verify", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
-    }
+    const { warm, t } = fastStore(true)
     const running = (at: number, startedAt: number, inflightAtStart: number): SignalBusSignal =>
       inflight(at, 0, 1 << 30, { startedAt, bytes: 8 * MiB, inflightAtStart })
     // Then the store turns 20× slower at t: nothing completes; half the uploads have run since t.
@@ -282,15 +287,8 @@ describe("DeliveryRate (pure core)", () => {
   })
 
   it("a knee read in the old regime does not bound in-flight once the store itself got slower; a throttle bound does", () => {
-    // A fast store (8 MiB in ~133 ms, 16 in flight), then the running uploads say it got 20× slower.
-    const warm: Array<readonly [SignalBusSignal, number]> = []
-    let t = 0
-    for (let i = 0; i < 400; i++) {
-      t += 10
-      const bytes = 8 * MiB
-      warm.push([sample(t, 8 + bytes / (64 * MiB / 1000), { bytes, inflightAtStart: 16, limitAtStart: 16 }), t])
-      warm.push([sample(t, 8, { stage: "manifest_upload", bytes: 0, inflightAtStart: 16, limitAtStart: 16 }), t])
-    }
+    // A fast store, then the running uploads say it got 20× slower.
+    const { warm, t } = fastStore(false)
     const fast = Policy.replay(DeliveryRate.policy, config(), warm).state
     const slow = [1, 2, 3, 4].map((k) => [inflight(t + k * 1_000, 0, 1 << 30, { startedAt: t + 1, bytes: 8 * MiB, inflightAtStart: 16 }), t + k * 1_000] as const)
     const after = (start: DeliveryRate.DeliveryRateState) => {
