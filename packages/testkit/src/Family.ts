@@ -42,6 +42,7 @@ import * as Runner from "./Runner.ts"
 import * as Scenario from "./Scenario.ts"
 import type { StoreParams } from "./Store.ts"
 import * as Summary from "./Summary.ts"
+import { quantile } from "./Trace.ts"
 
 /**
  * A family could not be drawn: too few of its draws are judgeable (the
@@ -288,12 +289,6 @@ export const GOOD_PHASE = 0.8
 /** Worst cases named in a distribution. */
 export const WORST_SHOWN = 5
 
-/** Nearest-rank quantile, `null` when empty. */
-const quantile = (values: ReadonlyArray<number>, q: number): number | null => {
-  if (values.length === 0) return null
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? null
-}
 
 /**
  * The distribution of `summaries` (one policy's runs of a family).
