@@ -76,10 +76,13 @@ const kneeOf = (cells: ReadonlyArray<Calibration.Cell>): number => {
   return Math.min(...cells.filter((c) => c.bytesPerSecond >= top * 0.9).map((c) => c.inflight))
 }
 
+/** The file of a cached oracle: one per store state and grid (`key`), named by its hash. */
+const cacheFile = (dir: string, key: string): string => join(dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`)
+
 /** A cached oracle (in `dir`, one file per store state and grid), if any. */
 const readCached = (dir: string | undefined, key: string): Measured | undefined => {
   if (dir === undefined) return undefined
-  const file = join(dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`)
+  const file = cacheFile(dir, key)
   if (!existsSync(file)) return undefined
   const stored = JSON.parse(readFileSync(file, "utf8")) as { readonly key: string; readonly measured: Measured }
   return stored.key === key ? stored.measured : undefined
@@ -88,7 +91,7 @@ const readCached = (dir: string | undefined, key: string): Measured | undefined 
 const writeCached = (dir: string | undefined, key: string, measured: Measured): void => {
   if (dir === undefined) return
   mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`), JSON.stringify({ key, measured }))
+  writeFileSync(cacheFile(dir, key), JSON.stringify({ key, measured }))
 }
 
 /** One phase of the run as judged (the simulator's fields, and the capacity measured in its conditions). */
