@@ -286,6 +286,34 @@ describe("DeliveryRate (pure core)", () => {
     expect(Math.max(0, ...proposed), "and the uploads with it, past the old knee").toBeGreaterThanOrEqual(30)
   })
 
+  it("a real knee with its queue in arrival order (signals recorded by `npm run replay`): the probe's knee is not below the level it drained to unqueued", () => {
+    // deliveryrate on knee-drop-5x at --scale 0.1 (1 500-byte records):
+    // versitygw behind toxiproxy and the repo's store proxy, which forwards at
+    // most `knee` requests (32 in the slow phase, from 20 s) and holds the
+    // others in arrival order, as a worker pool does. At 58 s, 40 in flight: a
+    // manifest waited 1.45 s for one of the 7.3 s uploads ahead of it, and
+    // the probe drained to 20, where latency was back at the minimum (44 ms).
+    // Its knee formula (in-flight × minimum ÷ elevated latency) assumes every
+    // request slows in proportion; behind a queue in arrival order it read
+    // 40 × 43 / 1452 = 1.2 and held 2 uploads for 20 s (0.712 of the measured
+    // oracle in the slow phase; the simulator, whose knee slows every request: 0.917).
+    const signals = readFileSync(new URL("./fixtures/replay-knee-drop-5x-signals.jsonl", import.meta.url), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => {
+        const signal = JSON.parse(line) as SignalBusSignal
+        return [signal, signal.at] as const
+      })
+    const before = Policy.replay(DeliveryRate.policy, config(), signals.filter(([, at]) => at < 57_900)).state
+    expect(before.mode).not.toBe("probing")
+    const after = Policy.replay(DeliveryRate.policy, config(), signals)
+    expect(after.state.probes, "the probe at 58 s ran and ended").toBeGreaterThan(before.probes)
+    expect(after.state.probe).toBeUndefined()
+    expect(after.state.inflightHi, "the knee: at least the 20 uploads measured unqueued").toBeGreaterThanOrEqual(20)
+    const proposed = after.proposals.filter(([at]) => at >= 63_000).map(([, p]) => p.concurrency ?? 0)
+    expect(Math.min(...proposed)).toBeGreaterThanOrEqual(12)
+  })
+
   it("a knee read in the old regime does not bound in-flight once the store itself got slower; a throttle bound does", () => {
     // A fast store, then the running uploads say it got 20× slower.
     const { warm, t } = fastStore(false)

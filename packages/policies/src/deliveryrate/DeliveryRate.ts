@@ -483,7 +483,13 @@ const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const bounded = (knee: number) => Math.min(s.inflightHi, Math.max(c.floor, knee))
   if (seen.minLatency < (1 + c.riseTolerance) * s.minLatency) {
     const elevated = before.minLatency >= (1 + c.riseTolerance) * s.minLatency && queuedIn(s, p)
-    const knee = elevated ? (before.inflight * s.minLatency) / before.minLatency : Infinity
+    // The drained level was measured unqueued: the knee is not below it. The
+    // formula assumes every request slows in proportion to the load above the
+    // knee; behind a queue in arrival order (a worker pool, the replay's store
+    // proxy) a small request waits for an upload ahead of it to finish, and
+    // its latency measures the uploads, not the load: 40 in flight over a knee
+    // of 32 read 40 × 43 / 1452 = 1.2 (`npm run replay`, knee-drop-5x).
+    const knee = elevated ? Math.max(seen.inflight, (before.inflight * s.minLatency) / before.minLatency) : Infinity
     return {
       ...resumed,
       minLatency: seen.minLatency,
