@@ -16,7 +16,9 @@
  * seeded with the scenario's seed; behind toxiproxy, so its answers pay the
  * latency). Where the host's own knee is lower than the scenario's, the
  * measured oracle sees it and each phase's `measuredKnee` says so. What is
- * not mapped: `jitter` (the result lists it under `notMapped`). `--scale X` multiplies the inflow and every
+ * not mapped: `jitter`, and `kneeQueue: "shared"` (the proxy queues above the
+ * knee in arrival order, `"arrival"`; the result lists both under
+ * `notMapped`, and `--write-sim` writes `"arrival"`). `--scale X` multiplies the inflow and every
  * per-request bandwidth by X (latencies stay), so the store's capacity against
  * the inflow is the scenario's where this machine cannot carry its bytes;
  * `--record-bytes N` carries the same bytes in records of N bytes.
@@ -125,6 +127,7 @@ const notMapped = (phases: ReadonlyArray<{ readonly params: Store.StoreParams }>
   const out = new Set<string>()
   for (const { params } of phases) {
     if (params.jitter > 0) out.add(`jitter ${params.jitter}`)
+    if (params.kneeQueue === "shared") out.add(`kneeQueue shared (the store proxy queues in arrival order)`)
   }
   return [...out]
 }
@@ -188,11 +191,13 @@ export const simScenario = async (file: string, scale: number, recordBytes: numb
     ...rest,
     name: `${scenario.name}-scaled`,
     source: { ...raw.source, recordBytes: bytes, recordsPerSecond: (scenario.source.recordsPerSecond * scenario.source.recordBytes * scale) / bytes },
-    store: { ...raw.store, bandwidthPerRequest: Runner.storeParams(scenario.store).bandwidthBytesPerSecond * scale },
+    // The store proxy queues above the knee in arrival order (`StoreFaults`).
+    store: { ...raw.store, bandwidthPerRequest: Runner.storeParams(scenario.store).bandwidthBytesPerSecond * scale, kneeQueue: "arrival" },
     events: scenario.events.map((e, i) => {
       const given = raw.events?.[i] ?? {}
       const change = e.store === undefined ? undefined : Runner.storeChange(e.store).bandwidthBytesPerSecond
-      return change === undefined ? given : { ...given, store: { ...given.store, bandwidthPerRequest: change * scale } }
+      const store = given.store === undefined ? undefined : { ...given.store, ...(change === undefined ? {} : { bandwidthPerRequest: change * scale }), ...(given.store.kneeQueue === undefined ? {} : { kneeQueue: "arrival" }) }
+      return store === undefined ? given : { ...given, store }
     })
   }
 }

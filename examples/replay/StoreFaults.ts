@@ -13,7 +13,7 @@
  * - independently, `500 InternalError` with probability `errorRate`;
  * - otherwise forwarded, at most `knee` at a time (the others wait in
  *   arrival order, their bodies not read): above the knee throughput is flat
- *   and latency grows, the simulator's `max(1, inflight / knee)`.
+ *   and latency grows: the simulator's `kneeQueue: "arrival"`.
  */
 
 /** The store fields the proxy imposes (the scenario's names). */

@@ -13,6 +13,7 @@
  * | base latency | {@link RANGES}`.baseLatencyMillis` |
  * | per-request bandwidth | {@link RANGES}`.bandwidthMiBps` |
  * | knee | {@link RANGES}`.knee` |
+ * | how requests above the knee queue (`kneeQueue` `"arrival"` with probability `.arrivalQueueShare`, else `"shared"`) | `.arrivalQueueShare` |
  * | jitter | {@link RANGES}`.jitter` |
  * | throttling above (× knee), its probability | {@link RANGES}`.throttleAboveKnees`, `.throttleProbability` |
  * | record size, partitions | `.recordBytes`, `.partitions` |
@@ -40,7 +41,7 @@ import * as Oracle from "./Oracle.ts"
 import * as Rng from "./Rng.ts"
 import * as Runner from "./Runner.ts"
 import * as Scenario from "./Scenario.ts"
-import type { StoreParams } from "./Store.ts"
+import type { KneeQueue, StoreParams } from "./Store.ts"
 import * as Summary from "./Summary.ts"
 import { quantile } from "./Trace.ts"
 
@@ -80,6 +81,13 @@ export const RANGES = {
   bandwidthMiBps: [16, 128],
   /** In-flight where a store's throughput stops growing: a small server to a prefix-partitioned bucket. */
   knee: [8, 96],
+  /**
+   * The share of stores that queue above their knee in arrival order (a
+   * worker pool) rather than slowing every request (processor sharing): both
+   * exist (MinIO's `requests_max`; a CPU-bound server), and neither is known
+   * to dominate.
+   */
+  arrivalQueueShare: 0.5,
   jitter: [0, 0.3],
   /** Where a healthy store throttles, as a multiple of its knee (above the knee: it is already flat). */
   throttleAboveKnees: [1.5, 3],
@@ -131,6 +139,7 @@ const storeJson = (p: Omit<StoreParams, "jitter"> & { readonly jitter?: number }
   baseLatency: `${r3(p.baseLatencyMillis)} millis`,
   bandwidthPerRequest: Math.round(p.bandwidthBytesPerSecond),
   knee: p.knee,
+  kneeQueue: p.kneeQueue,
   ...(p.jitter === undefined ? {} : { jitter: r3(p.jitter) }),
   throttleAbove: p.throttleAbove,
   throttleProbability: r3(p.throttleProbability),
@@ -189,6 +198,7 @@ export const drawScenario = (kind: Exclude<Kind, "mixed">, rng: Rng.Rng, name: s
     baseLatencyMillis: r3(draw(rng, RANGES.baseLatencyMillis)),
     bandwidthBytesPerSecond: Math.round(draw(rng, RANGES.bandwidthMiBps) * 1048576),
     knee,
+    kneeQueue: "shared",
     jitter: r3(uniform(rng, RANGES.jitter)),
     throttleAbove: Math.round(knee * uniform(rng, RANGES.throttleAboveKnees)),
     throttleProbability: r3(uniform(rng, RANGES.throttleProbability)),
@@ -206,13 +216,16 @@ export const drawScenario = (kind: Exclude<Kind, "mixed">, rng: Rng.Rng, name: s
   // The inflow: a share of what the degraded store can carry (so the oracle keeps up there), within the base store's headroom and an archiver's size.
   const degraded = Math.min(...events.filter((e) => e.at < DEGRADED_TO).map((e) => Oracle.capacity(e.params, world, Infinity, Infinity)))
   const inflow = Math.min(MAX_INFLOW_BYTES_PER_SECOND, capacity * MAX_INFLOW_SHARE, degraded * uniform(rng, RANGES.degradedShare))
+  const seed = Math.floor(rng.uniform() * 2 ** 31)
+  // Drawn last: every other parameter is what it was for the same draws before stores queued in arrival order too.
+  const kneeQueue: KneeQueue = rng.uniform() < RANGES.arrivalQueueShare ? "arrival" : "shared"
   return {
     name,
     description: `family ${kind}: drawn by Family.drawScenario (@sluice/testkit)`,
-    seed: Math.floor(rng.uniform() * 2 ** 31),
+    seed,
     duration: `${DURATION} seconds`,
     source: { recordsPerSecond: Math.round(inflow / recordBytes), recordBytes, partitions },
-    store: storeJson(base),
+    store: { ...storeJson(base), kneeQueue },
     pipeline: { memoryBudget, batch: { records: Math.max(50_000, Math.ceil(batchBytes / recordBytes)), bytes: batchBytes, maxAge: "5 seconds" } },
     events: events.map((e) => ({ at: `${e.at} seconds`, store: storeJson({ ...e.params, jitter: undefined }) }))
   }

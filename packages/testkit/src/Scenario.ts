@@ -37,6 +37,7 @@ const storeFields = {
   baseLatency: Config.Millis,
   bandwidthPerRequest: BytesPerSecond,
   knee: PositiveInt,
+  kneeQueue: Schema.Literals(["shared", "arrival"]),
   jitter: NonNegative,
   throttleAbove: Schema.NullOr(PositiveInt),
   throttleProbability: Probability,
@@ -46,7 +47,8 @@ const storeFields = {
 
 /**
  * The store section (see `Store` for the model). `jitter`, `throttleAbove`,
- * `throttleProbability`, `errorRate` and `rateLimit` default to 0 / null.
+ * `throttleProbability`, `errorRate` and `rateLimit` default to 0 / null,
+ * `kneeQueue` to `"shared"`.
  *
  * @since 0.1.0
  */
@@ -54,6 +56,7 @@ export const StoreSection = Schema.Struct({
   baseLatency: storeFields.baseLatency,
   bandwidthPerRequest: storeFields.bandwidthPerRequest,
   knee: storeFields.knee,
+  kneeQueue: storeFields.kneeQueue.pipe(Schema.withDecodingDefaultKey(Effect.succeed<"shared" | "arrival">("shared"))),
   jitter: storeFields.jitter.pipe(Schema.withDecodingDefaultKey(Effect.succeed(0))),
   throttleAbove: storeFields.throttleAbove.pipe(Schema.withDecodingDefaultKey(Effect.succeed(null))),
   throttleProbability: storeFields.throttleProbability.pipe(Schema.withDecodingDefaultKey(Effect.succeed(0))),
@@ -70,6 +73,7 @@ export const StoreChange = Schema.Struct({
   baseLatency: Schema.optionalKey(storeFields.baseLatency),
   bandwidthPerRequest: Schema.optionalKey(storeFields.bandwidthPerRequest),
   knee: Schema.optionalKey(storeFields.knee),
+  kneeQueue: Schema.optionalKey(storeFields.kneeQueue),
   jitter: Schema.optionalKey(storeFields.jitter),
   throttleAbove: Schema.optionalKey(storeFields.throttleAbove),
   throttleProbability: Schema.optionalKey(storeFields.throttleProbability),

@@ -13,6 +13,14 @@
  *   {@link SimStore.update} reaches the requests in flight, whose remaining
  *   share is served at the new latency (a real store, and a network shaper
  *   changed mid-run, slow the uploads already running: `npm run replay`);
+ * - with `kneeQueue: "arrival"` instead, at most `knee` successful requests
+ *   are served at once and the others wait in arrival order (a worker pool:
+ *   MinIO's `requests_max`, the replay's store proxy); a request's latency is
+ *   its wait plus `(baseLatency + bytes / bandwidthPerRequest) × (1 + jitter ·
+ *   Exp(1))`. Throughput above the knee is as flat, but a small request
+ *   behind long uploads waits for one of them to finish: it reads far above
+ *   `inflight / knee` (40 in flight over a knee of 32, 7 s uploads: 1.45 s for
+ *   a manifest that takes 45 ms unloaded);
  * - if `inflight > throttleAbove`, a `503 SlowDown` with probability
  *   `throttleProbability`;
  * - independently, a `500 InternalError` with probability `errorRate`;
@@ -43,6 +51,12 @@ export interface StoreParams {
   readonly bandwidthBytesPerSecond: number
   /** In-flight requests above which latency grows linearly. */
   readonly knee: number
+  /**
+   * How requests above the knee queue: `"shared"`, every request slows by
+   * `inflight / knee` (processor sharing); `"arrival"`, `knee` are served and
+   * the others wait in arrival order.
+   */
+  readonly kneeQueue: KneeQueue
   /** Scale of the `Exp(1)` jitter factor. */
   readonly jitter: number
   /** In-flight requests above which 503 SlowDown may be returned; `null` never. */
@@ -55,6 +69,13 @@ export interface StoreParams {
 }
 
 /**
+ * How a store queues the requests above its knee (see {@link StoreParams}).
+ *
+ * @since 0.3.0
+ */
+export type KneeQueue = "shared" | "arrival"
+
+/**
  * Defaults: an S3-like store (8 ms, 64 MiB/s per request, knee 24, no faults).
  *
  * @since 0.1.0
@@ -63,6 +84,7 @@ export const defaultParams: StoreParams = {
   baseLatencyMillis: 8,
   bandwidthBytesPerSecond: 64 * 1024 * 1024,
   knee: 24,
+  kneeQueue: "shared",
   jitter: 0.1,
   throttleAbove: null,
   throttleProbability: 0,
@@ -128,7 +150,7 @@ export const unloadedMillis = (params: StoreParams, bytes: number): number =>
  * @since 0.1.0
  */
 export const serviceMillis = (params: StoreParams, bytes: number, inflight: number, exp1: number): number =>
-  unloadedMillis(params, bytes) * Math.max(1, inflight / params.knee) * (1 + params.jitter * exp1)
+  unloadedMillis(params, bytes) * (params.kneeQueue === "shared" ? Math.max(1, inflight / params.knee) : 1) * (1 + params.jitter * exp1)
 
 /**
  * Counters of a store since it was made.
@@ -177,6 +199,12 @@ interface Serving {
   /** `update` changed the parameters since `millis` was computed. */
   changed: boolean
   wake: Deferred.Deferred<void> | undefined
+}
+
+/** A successful request waiting for, or holding, one of the knee's slots (`kneeQueue: "arrival"`). */
+interface Admission {
+  readonly admitted: Deferred.Deferred<void>
+  holding: boolean
 }
 
 interface StoredObject {
@@ -228,6 +256,36 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
 
   // The requests in flight (bounded by the pipelines' concurrency).
   const running = new Set<Serving>()
+  // `kneeQueue: "arrival"`: requests holding a slot, and those waiting for one
+  // in arrival order (both bounded by the requests in flight).
+  let holding = 0
+  const waiting: Array<Admission> = []
+  const admitWaiting = (): void => {
+    while (waiting.length > 0 && holding < params.knee) {
+      const next = waiting.shift() as Admission
+      holding++
+      next.holding = true
+      Deferred.doneUnsafe(next.admitted, Effect.void)
+    }
+  }
+  /** Enters the knee's queue: admitted at once when a slot is free and no one waits. */
+  const enter = (): Admission => {
+    const a: Admission = { admitted: Deferred.makeUnsafe<void>(), holding: false }
+    waiting.push(a)
+    admitWaiting()
+    return a
+  }
+  /** Leaves it, served or interrupted while waiting: the slot goes to the next in line. */
+  const leave = (a: Admission): void => {
+    if (a.holding) {
+      holding--
+      a.holding = false
+    } else {
+      const at = waiting.indexOf(a)
+      if (at >= 0) waiting.splice(at, 1)
+    }
+    admitWaiting()
+  }
 
   /** Serves the remaining share of a request, re-timed when `update` changes the parameters; succeeds with when it ended. */
   const serve = (r: Serving): Effect.Effect<number> =>
@@ -277,13 +335,29 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
       if (outcome === "ok" && uError < params.errorRate) outcome = "InternalError"
       const service = (p: StoreParams): number =>
         outcome === "ok" ? serviceMillis(p, bytes, inflight, exp1) : p.baseLatencyMillis * (1 + p.jitter * exp1)
+      const admission = outcome === "ok" && params.kneeQueue === "arrival" ? enter() : undefined
       const serving: Serving = { remaining: 1, at: startedAt, millis: service(params), service, changed: false, wake: undefined }
-      running.add(serving)
-      return serve(serving).pipe(
+      const served = admission === undefined
+        ? Effect.suspend(() => {
+          running.add(serving)
+          return serve(serving)
+        })
+        // Served from when it was admitted, under the parameters then.
+        : Deferred.await(admission.admitted).pipe(
+          Effect.andThen(Clock.currentTimeMillis),
+          Effect.flatMap((admittedAt) => {
+            serving.at = admittedAt
+            serving.millis = service(params)
+            running.add(serving)
+            return serve(serving)
+          })
+        )
+      return served.pipe(
         Effect.onExit(() =>
           Effect.sync(() => {
             counters.inflight--
             running.delete(serving)
+            if (admission !== undefined) leave(admission)
           })
         ),
         Effect.flatMap((endedAt) => Effect.suspend(() => {
@@ -339,6 +413,8 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
     params: () => params,
     update: (change) => {
       params = { ...params, ...change }
+      // A raised knee admits those waiting now.
+      admitWaiting()
       for (const r of running) {
         r.changed = true
         if (r.wake !== undefined) Deferred.doneUnsafe(r.wake, Effect.void)

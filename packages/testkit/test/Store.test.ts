@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import type { Batch } from "@sluice/core"
+import { Batch } from "@sluice/core"
 import * as Store from "../src/Store.ts"
 
 const batch = (records: number, recordBytes: number, offset = 0): Batch.SealedBatch => ({
@@ -70,6 +70,37 @@ describe("Store", () => {
       yield* Effect.forEach(fibers, Fiber.join)
       expect(store.requests.map((r) => r.endedAt - r.startedAt)).toEqual([110, 110, 165, 220])
       expect(store.counters.maxInflight).toBe(4)
+    }))
+
+  it.effect("kneeQueue arrival: knee requests served at once, the others wait in arrival order (a manifest behind long uploads waits for one); interrupted waiters leave the line; a raised knee admits at once", () =>
+    Effect.gen(function*() {
+      const store = Store.make({ ...quiet, kneeQueue: "arrival" }, 1)
+      const sink = store.sink(0)
+      // Two 110 ms uploads hold the knee's 2 slots; a manifest (10 ms + 512 B) and a third upload wait.
+      const uploads = yield* Effect.forEach([0, 1], (i) => Effect.forkChild(sink.putObject(batch(1000, 96, i * 1000))))
+      const manifest = yield* Effect.forkChild(sink.putManifest(Batch.manifestOf(batch(1000, 96), { algorithm: "SIM", value: "k/0:100000" })))
+      const third = yield* Effect.forkChild(sink.putObject(batch(1000, 96, 2000)))
+      yield* TestClock.adjust(110)
+      yield* Effect.forEach(uploads, Fiber.join)
+      // Admitted at 110 ms, first in line: 10.512 ms of service.
+      yield* TestClock.adjust(11)
+      yield* Fiber.join(manifest)
+      yield* TestClock.adjust(110)
+      yield* Fiber.join(third)
+      const took = store.requests.map((r) => [r.operation, r.endedAt - r.startedAt])
+      expect(took).toEqual([["putObject", 110], ["putObject", 110], ["putManifest", 120.512], ["putObject", 220]])
+      // A waiter interrupted leaves the line; a raised knee lets the next one through now.
+      const holders = yield* Effect.forEach([0, 1], (i) => Effect.forkChild(sink.putObject(batch(1000, 96, 10_000 + i * 1000))))
+      const gone = yield* Effect.forkChild(sink.putObject(batch(1000, 96, 12_000)))
+      const next = yield* Effect.forkChild(sink.putObject(batch(1000, 96, 13_000)))
+      yield* TestClock.adjust(1)
+      yield* Fiber.interrupt(gone)
+      store.update({ knee: 3 })
+      yield* TestClock.adjust(110)
+      yield* Effect.forEach([...holders, next], Fiber.join)
+      const last = store.requests.slice(-1)[0]
+      expect(last?.endedAt, "admitted when the knee rose, at 1 ms: 1 + 110").toBe(last === undefined ? NaN : last.startedAt + 111)
+      expect(store.counters.inflight).toBe(0)
     }))
 
   it.effect("throttles above throttleAbove with 503 SlowDown, fails with 500 at errorRate", () =>
