@@ -29,7 +29,8 @@
  * (a rate limit appears: `.rateLimitShare` of the uploads per second the
  * oracle needs at the base store's best, at least what carries the inflow);
  * `errors-in-slowdown` (f× slower, and `.errorRate` of requests fail);
- * `flapping` (f× slower for `.flapSeconds`, then normal as long, alternating);
+ * `flapping` (f× slower for `.flapSeconds`, at least {@link FLAP_UPLOADS} slow
+ * uploads, then normal as long, alternating);
  * `ramp` (slower in three steps, f^⅓, f^⅔, f); `mixed` (each scenario one of
  * the others). Only scenarios where the oracle keeps up with the inflow in at
  * least one degraded phase are kept (the others judge nothing about a policy).
@@ -41,6 +42,7 @@ import * as Oracle from "./Oracle.ts"
 import * as Rng from "./Rng.ts"
 import * as Runner from "./Runner.ts"
 import * as Scenario from "./Scenario.ts"
+import * as Store from "./Store.ts"
 import type { KneeQueue, StoreParams } from "./Store.ts"
 import * as Summary from "./Summary.ts"
 import { quantile } from "./Trace.ts"
@@ -108,9 +110,20 @@ export const RANGES = {
   rateLimitShare: [0.3, 0.8],
   /** `errors-in-slowdown`: share of requests that fail. */
   errorRate: [0.02, 0.2],
-  /** `flapping`: seconds degraded, then as many normal. */
+  /** `flapping`: seconds degraded, then as many normal (at least {@link FLAP_UPLOADS} slow uploads). */
   flapSeconds: [5, 15]
 } as const
+
+/**
+ * A flapping store's phases last at least this many of its slow phase's object
+ * uploads: one to see the change, one to act, two to measure what the action
+ * bought. The oracle serves a phase's capacity from its first second, and no
+ * pipeline delivers anything of a new regime before one upload of it
+ * completes: at 5–14 s, phases of stores 20× slower were shorter than two
+ * uploads, and every policy, the default included, was judged 0 in them (the
+ * worst cases of the first family test set, seed 2).
+ */
+export const FLAP_UPLOADS = 4
 
 /** Inflow at most this share of the base store's capacity: an archiver provisioned with headroom. */
 export const MAX_INFLOW_SHARE = 0.7
@@ -150,7 +163,13 @@ const storeJson = (p: Omit<StoreParams, "jitter"> & { readonly jitter?: number }
 const slower = (p: StoreParams, f: number): StoreParams => ({ ...p, baseLatencyMillis: p.baseLatencyMillis * f, bandwidthBytesPerSecond: p.bandwidthBytesPerSecond / f })
 
 /** The events of one degradation kind, on `base` (times in seconds). */
-const degrade = (kind: Exclude<Kind, "mixed">, rng: Rng.Rng, base: StoreParams, bestUploadsPerSecond: number): Array<{ readonly at: number; readonly params: StoreParams }> => {
+const degrade = (
+  kind: Exclude<Kind, "mixed">,
+  rng: Rng.Rng,
+  base: StoreParams,
+  bestUploadsPerSecond: number,
+  objectBytes: number
+): Array<{ readonly at: number; readonly params: StoreParams }> => {
   const f = draw(rng, RANGES.slowdown)
   const back = { at: DEGRADED_TO, params: base }
   switch (kind) {
@@ -169,7 +188,8 @@ const degrade = (kind: Exclude<Kind, "mixed">, rng: Rng.Rng, base: StoreParams, 
     case "errors-in-slowdown":
       return [{ at: DEGRADED_FROM, params: { ...slower(base, Math.min(f, 10)), errorRate: r3(uniform(rng, RANGES.errorRate)) } }, back]
     case "flapping": {
-      const period = Math.round(uniform(rng, RANGES.flapSeconds))
+      const slowUploadSeconds = Store.unloadedMillis(slower(base, f), objectBytes) / 1000
+      const period = Math.max(Math.round(uniform(rng, RANGES.flapSeconds)), Math.ceil(FLAP_UPLOADS * slowUploadSeconds))
       const out: Array<{ readonly at: number; readonly params: StoreParams }> = []
       for (let at = DEGRADED_FROM, on = true; at < DEGRADED_TO; at += period, on = !on) out.push({ at, params: on ? slower(base, f) : base })
       out.push(back)
@@ -212,7 +232,7 @@ export const drawScenario = (kind: Exclude<Kind, "mixed">, rng: Rng.Rng, name: s
   const world: Oracle.OracleWorld = { recordBytes, budgetBytes: memoryBudget, partitions, maxAgeMillis: 5000 }
   const capacity = Oracle.capacity(base, world, Infinity, Infinity)
   const objectBytes = Math.min(batchBytes, Oracle.largestObjectBytes(world, base.knee, Infinity, Infinity))
-  const events = degrade(kind, rng, base, capacity / Math.max(1, objectBytes))
+  const events = degrade(kind, rng, base, capacity / Math.max(1, objectBytes), objectBytes)
   // The inflow: a share of what the degraded store can carry (so the oracle keeps up there), within the base store's headroom and an archiver's size.
   const degraded = Math.min(...events.filter((e) => e.at < DEGRADED_TO).map((e) => Oracle.capacity(e.params, world, Infinity, Infinity)))
   const inflow = Math.min(MAX_INFLOW_BYTES_PER_SECOND, capacity * MAX_INFLOW_SHARE, degraded * uniform(rng, RANGES.degradedShare))

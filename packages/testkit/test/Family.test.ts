@@ -6,8 +6,10 @@ import { join } from "node:path"
 import { Fixed } from "@sluice/core"
 import * as Cli from "../src/Cli.ts"
 import * as Family from "../src/Family.ts"
+import * as Oracle from "../src/Oracle.ts"
 import * as Runner from "../src/Runner.ts"
 import * as Scenario from "../src/Scenario.ts"
+import * as Store from "../src/Store.ts"
 
 type Raw = Record<string, unknown> & { readonly events: ReadonlyArray<{ readonly at: string; readonly store: Record<string, unknown> }> }
 const gen = (kind: Family.Kind, count: number, seed: number) => Effect.runSync(Family.generate(kind, count, seed)) as unknown as ReadonlyArray<Raw>
@@ -35,10 +37,16 @@ describe("Family (scenario families)", () => {
       expect(steps[0]).toBeLessThan(steps[1] ?? 0)
       expect(steps[1]).toBeLessThan(steps[2] ?? 0)
     }
-    for (const s of gen("flapping", 4, 1)) {
+    for (const s of gen("flapping", 12, 1)) {
       const latencies = s.events.map((e) => millis(e.store["baseLatency"]))
       // Slow, normal, slow, … then normal at the end.
       for (let i = 1; i < latencies.length - 1; i++) expect(latencies[i] === latencies[i - 1]).toBe(false)
+      // Each phase holds FLAP_UPLOADS uploads of the slow store (the largest objects the pipeline can seal there).
+      const scenario = Effect.runSync(Scenario.decode(s))
+      const slow = { ...Runner.storeParams(scenario.store), ...Runner.storeChange(scenario.events[0]?.store ?? {}) }
+      const objectBytes = Math.min(scenario.pipeline.batch.bytes, Oracle.largestObjectBytes(Runner.oracleWorld(scenario), scenario.store.knee, Infinity, Infinity))
+      const period = (scenario.events[1]?.at ?? 0) - (scenario.events[0]?.at ?? 0)
+      expect(period, scenario.name).toBeGreaterThanOrEqual(Family.FLAP_UPLOADS * Store.unloadedMillis(slow, objectBytes) - 1e-6)
     }
   })
 
