@@ -40,12 +40,16 @@ export interface SweepOptions {
  */
 export const Bounds = { cells: 64, cellSeconds: 60, inflight: 256, objectBytes: 256 * 1024 * 1024 } as const
 
+/** A worker whose upload failed transiently waits this long before the next (a store that is down is not hammered until the deadline). */
+const TRANSIENT_PAUSE_MILLIS = 50
+
 /** One cell: `inflight` workers in a closed loop for `cellSeconds`. */
 const runCell = async (options: SweepOptions, inflight: number, objectBytes: number): Promise<Calibration.Cell> => {
   const body = Buffer.alloc(objectBytes, 0x61)
   const latencies: Array<number> = []
   let requests = 0
   let throttles = 0
+  let errors = 0
   let bytes = 0
   const started = performance.now()
   const deadline = started + options.cellSeconds * 1000
@@ -59,18 +63,29 @@ const runCell = async (options: SweepOptions, inflight: number, objectBytes: num
         bytes += objectBytes
         requests++
       } catch (error) {
+        const failureClass = S3Errors.classOf(error)
+        // A transient failure (a kept-alive connection the server or a proxy
+        // closed as it was reused: EPIPE, ECONNRESET; a 500) is counted and the
+        // worker goes on, until the cell's deadline: a replay's sweep failed on
+        // one such EPIPE right after toxiproxy's toxics were switched.
+        if (failureClass === "Transient") {
+          errors++
+          await new Promise((resolve) => setTimeout(resolve, TRANSIENT_PAUSE_MILLIS))
+          continue
+        }
         requests++
-        // A throttle is a measurement; anything else ends the sweep (the store is not answering as a store).
-        if (S3Errors.classOf(error) !== "Throttled") throw error
+        // A throttle is a measurement; a fatal failure ends the sweep (the store is not answering as a store).
+        if (failureClass !== "Throttled") throw error
         throttles++
       }
     }
   }
   await Promise.all(Array.from({ length: inflight }, (_, w) => worker(w)))
+  if (requests === 0 && errors > 0) throw new Error(`no upload of ${inflight} × ${objectBytes} B answered in ${options.cellSeconds} s: ${errors} transient failures (is the store up?)`)
   const seconds = (performance.now() - started) / 1000
   const mean = latencies.reduce((s, l) => s + l, 0) / Math.max(1, latencies.length)
   const std = Math.sqrt(latencies.reduce((s, l) => s + (l - mean) ** 2, 0) / Math.max(1, latencies.length))
-  return { inflight, objectBytes, seconds, requests, throttles, bytesPerSecond: bytes / seconds, latencyMeanMillis: mean, latencyStdMillis: std }
+  return { inflight, objectBytes, seconds, requests, throttles, errors, bytesPerSecond: bytes / seconds, latencyMeanMillis: mean, latencyStdMillis: std }
 }
 
 /**

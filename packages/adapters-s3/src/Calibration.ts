@@ -30,6 +30,8 @@ export interface Cell {
   readonly requests: number
   /** Uploads answered 503 SlowDown / 429. */
   readonly throttles: number
+  /** Uploads that failed transiently (a closed connection, a 500), not counted in `requests`: the worker went on. */
+  readonly errors: number
   /** Bytes of successful uploads per second. */
   readonly bytesPerSecond: number
   /** Mean and standard deviation of the successful uploads' latency (ms). */

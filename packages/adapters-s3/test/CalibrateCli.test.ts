@@ -10,9 +10,10 @@ import { ListObjectsV2Command } from "@aws-sdk/client-s3"
 import { Scenario } from "@sluice/testkit"
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CalibrateCli } from "../src/index.ts"
+import { Calibrate, CalibrateCli } from "../src/index.ts"
 import type { Calibration } from "../src/index.ts"
 import { client, env, newBucket, requireServer } from "./support/Env.ts"
+import * as FaultProxy from "./support/FaultProxy.ts"
 
 const toxiproxy = (): string => {
   const url = process.env["SLUICE_TOXIPROXY_URL"]
@@ -103,6 +104,27 @@ describe("sluice calibrate", { timeout: 120_000 }, () => {
     } finally {
       await api(`/proxies/${proxy}/toxics/latency`, "DELETE")
       await api(`/proxies/${proxy}/toxics/bandwidth`, "DELETE")
+    }
+  })
+
+  it("a connection reset in a cell is counted and the cell goes on (the sweep does not end); a store that never answers ends it, saying so", async () => {
+    // Through the fault proxy: the 2nd and 3rd uploads have their connection destroyed (what a
+    // reused keep-alive socket closed by the server or a proxy looks like: EPIPE, ECONNRESET).
+    const faults = await FaultProxy.start(env().endpoint, [{ method: "PUT", skip: 1, times: 2, fault: FaultProxy.reset }])
+    const c = client(faults.endpoint)
+    try {
+      const cells = await Calibrate.sweep({ client: c, bucket, prefix: "sluice-reset", sizes: [64 * 1024], inflights: [1], cellSeconds: 0.5 })
+      expect(cells).toHaveLength(1)
+      expect(cells[0]?.errors).toBe(2)
+      expect(cells[0]?.requests ?? 0).toBeGreaterThan(1)
+      expect(cells[0]?.bytesPerSecond ?? 0).toBeGreaterThan(0)
+      // From outside: every PUT the proxy saw but the 2 reset was answered.
+      expect(faults.hits.filter((h) => h.method === "PUT").length).toBe((cells[0]?.requests ?? 0) + 2)
+      faults.setRules([{ method: "PUT", fault: FaultProxy.reset }])
+      await expect(Calibrate.sweep({ client: c, bucket, prefix: "sluice-reset", sizes: [64 * 1024], inflights: [2], cellSeconds: 0.3 })).rejects.toThrow(/no upload of 2 × 65536 B answered in 0.3 s: \d+ transient failures/)
+    } finally {
+      c.destroy()
+      await faults.close()
     }
   })
 

@@ -26,6 +26,7 @@ const cellOf = (model: Calibration.StoreModel, inflight: number, objectBytes: nu
     seconds: 10,
     requests,
     throttles: throttled ? Math.round(requests * model.throttleProbability) : 0,
+    errors: 0,
     bytesPerSecond: Calibration.predict(model, inflight, objectBytes),
     latencyMeanMillis: l0 * (1 + model.jitter),
     latencyStdMillis: l0 * model.jitter
