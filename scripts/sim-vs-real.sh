@@ -7,6 +7,9 @@
 # 1500): the simulator runs the scenario as the replay scales it (replay --write-sim). Each
 # run's summary, trace and plot go to OUT_DIR (default reports/sim-vs-real), then the table
 # per phase (sim, real, difference) to OUT_DIR/table.md and the report to OUT_DIR/index.html.
+# The simulator also runs each cell at SLUICE_SIM_SEEDS other seeds (default 8: 1…8), so the
+# table sets the replay against the model's spread, not one draw of it.
+# SLUICE_SIM_VS_REAL_REPLAY=0 re-runs the simulator side only (the replays' summaries stay).
 # Oracles are measured once per store state and reused (OUT_DIR/oracle-cache). Bounded: each
 # replay by SLUICE_REPLAY_TIMEOUT (replay.sh); 16 replays of the shipped 110 s scenarios take
 # about 45 minutes.
@@ -33,6 +36,14 @@ for file in "${scenarios[@]}"; do
     echo "sim-vs-real: $name × $policy (simulator)" >&2
     npx --no-install sluice-sim run "$out/$name.sim-scenario.json" --policy "$policy" --json --trace "$out/$tag.sim.csv" --plot "$out/$tag.sim.svg" \
       | tail -n 1 > "$out/$tag.sim.json" || true
+    : > "$out/$tag.sim-seeds.jsonl"
+    for seed in $(seq 1 "${SLUICE_SIM_SEEDS:-8}"); do
+      "$node" -e 'const fs = require("node:fs"); const s = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); s.seed = Number(process.argv[2]); fs.writeFileSync(process.argv[3], JSON.stringify(s))' \
+        "$out/$name.sim-scenario.json" "$seed" "$out/$name.seed.json"
+      npx --no-install sluice-sim run "$out/$name.seed.json" --policy "$policy" --json | tail -n 1 >> "$out/$tag.sim-seeds.jsonl" || true
+    done
+    rm -f "$out/$name.seed.json"
+    if [[ ${SLUICE_SIM_VS_REAL_REPLAY:-1} == 0 ]]; then continue; fi
     echo "sim-vs-real: $name × $policy (replay)" >&2
     bash scripts/replay.sh "$file" --policy "$policy" --scale "$scale" --record-bytes "$bytes" --oracle-cache "$out/oracle-cache" \
       --json --trace "$out/$tag.real.csv" --plot "$out/$tag.real.svg" 2> "$out/$tag.real.log" | tail -n 1 > "$out/$tag.real.json" || true

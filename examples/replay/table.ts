@@ -1,8 +1,10 @@
 /**
  * The sim-vs-real table and report (`npm run sim-vs-real`): reads the
  * summaries `scripts/sim-vs-real.sh` wrote to DIR (`NAME.POLICY.sim.json`,
- * `NAME.POLICY.real.json`), writes DIR/table.md — per scenario, policy and
- * phase: the simulator's `goodputRatio`, the replay's, and the difference —
+ * `NAME.POLICY.real.json`, and `NAME.POLICY.sim-seeds.jsonl`: the simulator
+ * at other seeds), writes DIR/table.md — per scenario, policy and phase: the
+ * simulator's `goodputRatio` at the scenario's seed, its range over the other
+ * seeds, the replay's, and the difference to the scenario's seed —
  * and DIR/index.html, each replay's plot beside the simulator's plot of the
  * same scenario. A run that produced no summary is a row saying so.
  *
@@ -43,6 +45,21 @@ const read = (file: string): Summary | undefined => {
 
 const f = (x: number | null | undefined) => (x === null || x === undefined ? "—" : x.toFixed(3))
 
+/** The summaries of the simulator at other seeds (one JSON line each; lines that are not a summary are skipped). */
+const readSeeds = (file: string): Array<Summary> => {
+  if (!existsSync(file)) return []
+  const out: Array<Summary> = []
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    if (line.trim() === "") continue
+    try {
+      out.push(JSON.parse(line) as Summary)
+    } catch {
+      // not a summary: a run that failed before printing one
+    }
+  }
+  return out
+}
+
 const dir = process.argv[2]
 if (dir === undefined) {
   process.stderr.write("usage: table.ts DIR\n")
@@ -50,31 +67,45 @@ if (dir === undefined) {
 }
 const runs = [...new Set(readdirSync(dir).filter((n) => n.endsWith(".sim.json") || n.endsWith(".real.json")).map((n) => n.replace(/\.(sim|real)\.json$/, "")))].sort()
 const lines = [
-  `| scenario | policy | phase (s) | | sim | real | difference |`,
-  `|---|---|---|---|---|---|---|`
+  `| scenario | policy | phase (s) | | sim | sim, other seeds | real | difference | real within the seeds ± ${AGREEMENT} |`,
+  `|---|---|---|---|---|---|---|---|---|`
 ]
 const disagree: Array<string> = []
+const outsideSeeds: Array<string> = []
 for (const tag of runs) {
   const dot = tag.indexOf(".")
   const name = tag.slice(0, dot)
   const policy = tag.slice(dot + 1)
   const sim = read(join(dir, `${tag}.sim.json`))
   const real = read(join(dir, `${tag}.real.json`))
+  const seeds = readSeeds(join(dir, `${tag}.sim-seeds.jsonl`))
   if (sim === undefined || real === undefined) {
-    lines.push(`| ${name} | ${policy} | — | | ${sim === undefined ? "no summary" : "ok"} | ${real === undefined ? "no summary" : "ok"} | — |`)
+    lines.push(`| ${name} | ${policy} | — | | ${sim === undefined ? "no summary" : "ok"} | | ${real === undefined ? "no summary" : "ok"} | — | |`)
     continue
   }
   for (const p of real.phases) {
     const s = sim.phases.find((q) => q.from === p.from && q.to === p.to)
     const diff = s === undefined ? undefined : p.goodputRatio - s.goodputRatio
     const kind = p.degraded ? (p.oracleKeepsUp ? "degraded" : "degraded, oracle behind") : ""
-    const flagged = diff !== undefined && p.degraded && p.oracleKeepsUp && Math.abs(diff) > AGREEMENT
+    const judged = p.degraded && p.oracleKeepsUp
+    const flagged = diff !== undefined && judged && Math.abs(diff) > AGREEMENT
     if (flagged) disagree.push(`${name} × ${policy}, ${p.from}–${p.to} s`)
-    lines.push(`| ${name} | ${policy} | ${p.from}–${p.to} | ${kind} | ${f(s?.goodputRatio)} | ${f(p.goodputRatio)} | ${diff === undefined ? "—" : `${flagged ? "**" : ""}${diff >= 0 ? "+" : ""}${diff.toFixed(3)}${flagged ? "**" : ""}`} |`)
+    const atSeeds = seeds.flatMap((x) => x.phases.filter((q) => q.from === p.from && q.to === p.to).map((q) => q.goodputRatio))
+    const lo = Math.min(...atSeeds)
+    const hi = Math.max(...atSeeds)
+    const within = atSeeds.length === 0 ? undefined : p.goodputRatio >= lo - AGREEMENT && p.goodputRatio <= hi + AGREEMENT
+    if (judged && within === false) outsideSeeds.push(`${name} × ${policy}, ${p.from}–${p.to} s`)
+    const range = atSeeds.length === 0 ? "—" : `${f(lo)}–${f(hi)} (${atSeeds.length})`
+    const bold = (text: string, on: boolean) => (on ? `**${text}**` : text)
+    lines.push(`| ${name} | ${policy} | ${p.from}–${p.to} | ${kind} | ${f(s?.goodputRatio)} | ${range} | ${f(p.goodputRatio)} | ${diff === undefined ? "—" : bold(`${diff >= 0 ? "+" : ""}${diff.toFixed(3)}`, flagged)} | ${within === undefined ? "—" : bold(within ? "yes" : "no", judged && !within)} |`)
   }
   if (real.failure !== null && real.failure !== undefined) lines.push(`| ${name} | ${policy} | failed | | | ${real.failure.split("\n")[0]} | |`)
 }
-lines.push("", `Degraded phases where the oracle keeps up and sim and real differ by more than ${AGREEMENT}: ${disagree.length === 0 ? "none" : disagree.join("; ")}.`)
+lines.push(
+  "",
+  `Degraded phases where the oracle keeps up and sim (the scenario's seed) and real differ by more than ${AGREEMENT}: ${disagree.length === 0 ? "none" : disagree.join("; ")}.`,
+  `Of those phases, where real is outside the simulator's range over the other seeds by more than ${AGREEMENT}: ${outsideSeeds.length === 0 ? "none" : outsideSeeds.join("; ")}.`
+)
 writeFileSync(join(dir, "table.md"), `${lines.join("\n")}\n`)
 process.stdout.write(`${lines.join("\n")}\n`)
 

@@ -19,7 +19,7 @@ const smoke = {
   seed: 1,
   duration: "20 seconds",
   source: { recordsPerSecond: 10_000, recordBytes: 1000, partitions: 4 },
-  store: { baseLatency: "5 millis", bandwidthPerRequest: "64 MiB/s", knee: 24, jitter: 0 },
+  store: { baseLatency: "5 millis", bandwidthPerRequest: "64 MiB/s", knee: 24, kneeQueue: "arrival", jitter: 0 },
   pipeline: { memoryBudget: "96 MiB", batch: { records: 20_000, bytes: "2 MiB", maxAge: "2 seconds" } },
   events: [{ at: "10 seconds", store: { baseLatency: "60 millis", bandwidthPerRequest: "2 MiB/s" } }]
 }
