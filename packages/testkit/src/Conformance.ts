@@ -37,9 +37,9 @@ export interface ConformanceOptions {
  *
  * ```ts
  * import { conformance } from "@sluice/testkit/conformance"
- * import { MyPolicy } from "../src/MyPolicy.ts"
+ * import { Aimd } from "@sluice/policies" // your policy's module instead
  *
- * conformance(MyPolicy, { floor: 1, ceiling: 64 })
+ * conformance(Aimd.policy, { floor: 1, ceiling: 64 })
  * ```
  *
  * @since 0.1.0

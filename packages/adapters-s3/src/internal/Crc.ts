@@ -97,6 +97,8 @@ const arithmeticOf = (spec: CrcSpec): Arithmetic => {
  *
  * ```ts
  * import { crc32 } from "node:zlib"
+ * import { combine, CRC32 } from "./internal/Crc.ts"
+ *
  * const a = Buffer.from("1234"), b = Buffer.from("56789")
  * combine(CRC32, BigInt(crc32(a)), BigInt(crc32(b)), b.length) === BigInt(crc32(Buffer.concat([a, b]))) // true
  * ```
