@@ -77,7 +77,7 @@ const layerOptions = (options: CompositionOptions): Policy.LayerOptions => ({ pr
  *
  * The delivery-rate policy replaced AIMD here (0.2.0): a store that gets
  * slower is not congestion, and AIMD cut concurrency exactly when more uploads
- * were needed (see the README, "Why the composition lost on slow stores").
+ * were needed (see docs/design/composition-on-slow-stores.md).
  * {@link classic} is the previous default. The delivery-rate policy and
  * Throttle share the answer to a throttle as {@link defaultsBase} sets them
  * (under `config`).
@@ -115,7 +115,7 @@ export const defaults = (config: DefaultsConfig = {}, options: CompositionOption
  * (`rateOnFirstCut: false`). With each policy's own defaults both cut at once
  * (×0.7 and ×0.5 plus a rate cut) and the harsher won under the minimum: on a
  * store 10× slower that throttles just above what it needs, each up-probe
- * cost ~10 s below the needed in-flight (README, "Why the composition lost",
+ * cost ~10 s below the needed in-flight (docs/design/composition-on-slow-stores.md,
  * item 8).
  *
  * **Example**

@@ -55,7 +55,7 @@ const KNOWN_GAPS: Readonly<Record<string, ReadonlyArray<Summary.BoundFailure["me
   // Three instances sharing a throttling store: Jain 0.924 on the tuned seed
   // (0.975–0.997 on the held-out ones). Each delivery-rate instance sizes
   // in-flight from its own rate, and its drain probe reads the other
-  // instances' queue as a slower store (README, "Why the composition lost",
+  // instances' queue as a slower store (docs/design/composition-on-slow-stores.md,
   // items 8 and 11).
   "wide-fairness-3@15": ["fairness"]
 }
