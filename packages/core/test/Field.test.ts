@@ -47,4 +47,33 @@ describe("Field: config helpers for policy authors", () => {
     expect(message({ floor: 9, ceiling: 4 })).toMatch(/floor \(9\) must be ≤ ceiling \(4\)/)
     expect(message({ floor: 4, ceiling: 4 })).toBe("decoded")
   })
+
+  it("rows and table print the schema's own defaults, derived ranges and meanings, in field order", () => {
+    const Documented = Schema.Struct({
+      floor: Field.int(1, 1).pipe(Field.doc("never below")),
+      ceiling: Field.int(64, 1, 1000).pipe(Field.doc("never above", { range: "floor – 1000" })),
+      beta: Field.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }).pipe(Field.doc("cut | per round")),
+      window: Field.positiveMillis("90 seconds"),
+      idle: Field.millis(250),
+      target: Field.positiveBytes("8 MiB"),
+      spare: Field.bytes(1536),
+      enabled: Field.boolean(false).pipe(Field.doc("off", { default: "off by default" }))
+    })
+    expect(Field.rows(Documented)).toEqual([
+      { field: "floor", default: "1", range: "≥ 1", meaning: "never below" },
+      { field: "ceiling", default: "64", range: "floor – 1000", meaning: "never above" },
+      { field: "beta", default: "0.5", range: "(0, 1]", meaning: "cut | per round" },
+      { field: "window", default: "90 s", range: "> 0", meaning: "" },
+      { field: "idle", default: "250 ms", range: "≥ 0", meaning: "" },
+      { field: "target", default: "8 MiB", range: "≥ 1 B", meaning: "" },
+      { field: "spare", default: "1.5 KiB", range: "≥ 0", meaning: "" },
+      { field: "enabled", default: "off by default", range: "", meaning: "off" }
+    ])
+    const table = Field.table(Documented).split("\n")
+    expect(table.slice(0, 2)).toEqual(["| field | default | range | meaning |", "|---|---|---|---|"])
+    expect(table[4]).toBe("| `beta` | 0.5 | (0, 1] | cut \\| per round |")
+    // A default changed in the schema is the table's default.
+    const Changed = Schema.Struct({ floor: Field.int(3, 1).pipe(Field.doc("never below")) })
+    expect(Field.table(Changed).split("\n")[2]).toBe("| `floor` | 3 | ≥ 1 | never below |")
+  })
 })

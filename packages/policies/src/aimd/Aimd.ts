@@ -40,38 +40,40 @@ const AimdProbeConfig = Probe.configWith({ samples: 4, intervalMillis: 120_000 }
 /**
  * AIMD's config. Defaults and valid ranges:
  *
+ * <!-- config table: generated from the schema by `npm run docs:config` -->
  * | field | default | range | meaning |
  * |---|---|---|---|
  * | `initial` | 8 | floor – ceiling | starting limit |
  * | `floor` | 1 | ≥ 1 | never below (still makes progress) |
  * | `ceiling` | 256 | ≥ floor | never above |
- * | `step` | 1 | > 0 – 100 | additive increase per round |
+ * | `step` | 1 | (0, 100] | additive increase per round |
  * | `beta` | 0.9 | 0.1 – 0.99 | multiplicative decrease |
  * | `tolerance` | 0.25 | 0 – 10 | latency allowed above baseline, as a fraction |
  * | `deviations` | 2 | 0 – 10 | k in EWMA + k·deviation |
  * | `smoothing` | 0.2 | 0.01 – 1 | EWMA weight of a new sample |
- * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation (see module doc); the starting value when learned |
- * | `learnReference` | true | | learn `referenceBytes = a / b` of latency ≈ a + b·bytes (`a` from bodiless requests) |
- * | `slowStart` | true | | at start, multiplicative increase (+`step` per sample: ×2 per round) until the first cut (TCP slow start) |
+ * | `referenceBytes` | 1 MiB | ≥ 1 B | size normalisation (see module doc); the starting value when learned |
+ * | `learnReference` | true |  | learn `referenceBytes = a / b` of latency ≈ a + b·bytes (`a` from bodiless requests) |
+ * | `slowStart` | true |  | at start, multiplicative increase (+`step` per sample: ×2 per round) until the first cut (TCP slow start) |
  * | `stage` | object_upload | a Stage | which samples measure latency |
- * | `probe` | `Probe.ProbeConfig`, but `samples` 4 and `intervalMillis` 120 s | | the forced probe (cheaper than the shared defaults: its baseline only needs re-learning when the store's no-load latency moves, which also drives it to the floor and forces a probe) |
+ * | `probe` | `Probe.ProbeConfig`, but `samples` 4 and `intervalMillis` 120 s |  | the forced probe (cheaper than the shared defaults: its baseline only needs re-learning when the store's no-load latency moves, which also drives it to the floor and forces a probe) |
+ * <!-- end config table -->
  *
  * @since 0.1.0
  */
 export const AimdConfig = Schema.Struct({
-  initial: Field.int(8, 1),
-  floor: Field.int(1, 1),
-  ceiling: Field.int(256, 1),
-  step: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  beta: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }),
-  tolerance: Field.number(0.25, { minimum: 0, maximum: 10 }),
-  deviations: Field.number(2, { minimum: 0, maximum: 10 }),
-  smoothing: Field.number(0.2, { minimum: 0.01, maximum: 1 }),
-  referenceBytes: Field.positiveBytes("1 MiB"),
-  learnReference: Field.boolean(true),
-  slowStart: Field.boolean(true),
-  stage: Failure.Stage.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Failure.Stage>("object_upload"))),
-  probe: AimdProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
+  initial: Field.int(8, 1).pipe(Field.doc("starting limit", { range: "floor – ceiling" })),
+  floor: Field.int(1, 1).pipe(Field.doc("never below (still makes progress)")),
+  ceiling: Field.int(256, 1).pipe(Field.doc("never above", { range: "≥ floor" })),
+  step: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }).pipe(Field.doc("additive increase per round")),
+  beta: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }).pipe(Field.doc("multiplicative decrease")),
+  tolerance: Field.number(0.25, { minimum: 0, maximum: 10 }).pipe(Field.doc("latency allowed above baseline, as a fraction")),
+  deviations: Field.number(2, { minimum: 0, maximum: 10 }).pipe(Field.doc("k in EWMA + k·deviation")),
+  smoothing: Field.number(0.2, { minimum: 0.01, maximum: 1 }).pipe(Field.doc("EWMA weight of a new sample")),
+  referenceBytes: Field.positiveBytes("1 MiB").pipe(Field.doc("size normalisation (see module doc); the starting value when learned")),
+  learnReference: Field.boolean(true).pipe(Field.doc("learn `referenceBytes = a / b` of latency ≈ a + b·bytes (`a` from bodiless requests)")),
+  slowStart: Field.boolean(true).pipe(Field.doc("at start, multiplicative increase (+`step` per sample: ×2 per round) until the first cut (TCP slow start)")),
+  stage: Failure.Stage.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Failure.Stage>("object_upload"))).pipe(Field.doc("which samples measure latency", { range: "a Stage" })),
+  probe: AimdProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))).pipe(Field.doc("the forced probe (cheaper than the shared defaults: its baseline only needs re-learning when the store's no-load latency moves, which also drives it to the floor and forces a probe)", { default: "`Probe.ProbeConfig`, but `samples` 4 and `intervalMillis` 120 s" }))
 }).check(
   Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
   Field.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),

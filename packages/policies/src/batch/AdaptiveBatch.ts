@@ -83,48 +83,50 @@ import type { Layer } from "effect"
 /**
  * Adaptive batch's config. Defaults and ranges:
  *
+ * <!-- config table: generated from the schema by `npm run docs:config` -->
  * | field | default | range | meaning |
  * |---|---|---|---|
  * | `initialBytes` | 8 MiB | min – max | starting target |
- * | `minBytes` | 1 MiB | ≥ 1 | floor (keeps per-request overhead small on any S3-like store) |
+ * | `minBytes` | 1 MiB | ≥ 1 B | floor (keeps per-request overhead small on any S3-like store) |
  * | `maxObjectBytes` | 64 MiB | ≥ minBytes | ceiling (largest object) |
- * | `memoryShare` | 0.0625 | 0 – 1 | one open batch may hold this share of the budget |
+ * | `memoryShare` | 0.0625 | (0, 1] | one open batch may hold this share of the budget |
  * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (`Inflight` signal) |
  * | `growth` | 1.5 | 1.05 – 4 | factor per window |
  * | `growAbove` | 0.1 | 0 – 10 | grow while overhead > `growAbove · b · target` |
  * | `growQueued` | 0.05 | 0 – growAbove | the same line while the window was queued (memory full, the store queueing; above) |
  * | `shrinkBelow` | 0.02 | 0 – growQueued/growth | shrink when overhead < `shrinkBelow · b · target` (0: never) |
- * | `openShrinkAt` | 0.5 | 0 – 1 | shrink when open batches hold this share of the budget |
+ * | `openShrinkAt` | 0.5 | (0, 1] | shrink when open batches hold this share of the budget |
+ * | `memoryBoundAt` | 0.9 | (0, 1] | a window is **memory-bound** when, in most of its `Inflight` signals, bytes held were ≥ this share of the budget while fewer uploads ran than the concurrency limit allows |
  * | `windowMillis` | 2 s | > 0 | decision period |
  * | `minSamples` | 4 | ≥ 1 | samples in a window before deciding on the fit |
  * | `forgetting` | 0.97 | 0.5 – 1 | weight kept by older samples, per sample |
- * | `records` | 1 000 000 | ≥ 1 | record target (high: seal on bytes) |
+ * | `records` | 1000000 | ≥ 1 | record target (high: seal on bytes) |
  * | `maxAgeMillis` | 0 | ≥ 0 | staleness bound; 0 = the pipeline's `batch.maxAge` |
- * | `memoryBoundAt` | 0.9 | 0 – 1 | a window is **memory-bound** when, in most of its `Inflight` signals, bytes held were ≥ this share of the budget while fewer uploads ran than the concurrency limit allows |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | at the floor without pressure this long: restore |
- * | `restore` | true | | the restore probe; false disables it (`withoutProbe`, the ablation) |
+ * | `restore` | true |  | the restore probe; false disables it (`withoutProbe`, the ablation) |
+ * <!-- end config table -->
  *
  * @since 0.1.0
  */
 export const AdaptiveBatchConfig = Schema.Struct({
-  initialBytes: Field.positiveBytes("8 MiB"),
-  minBytes: Field.positiveBytes("1 MiB"),
-  maxObjectBytes: Field.positiveBytes("64 MiB"),
-  memoryShare: Field.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
-  budgetBytes: Field.bytes(0),
-  growth: Field.number(1.5, { minimum: 1.05, maximum: 4 }),
-  growAbove: Field.number(0.1, { minimum: 0, maximum: 10 }),
-  growQueued: Field.number(0.05, { minimum: 0, maximum: 10 }),
-  shrinkBelow: Field.number(0.02, { minimum: 0, maximum: 10 }),
-  openShrinkAt: Field.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
-  memoryBoundAt: Field.number(0.9, { minimum: 0, maximum: 1, exclusiveMinimum: true }),
-  windowMillis: Field.positiveMillis("2 seconds"),
-  minSamples: Field.int(4, 1),
-  forgetting: Field.number(0.97, { minimum: 0.5, maximum: 1 }),
-  records: Field.int(1_000_000, 1),
-  maxAgeMillis: Field.millis(0),
-  restoreAfterMillis: Field.millis("10 seconds"),
-  restore: Field.boolean(true)
+  initialBytes: Field.positiveBytes("8 MiB").pipe(Field.doc("starting target", { range: "min – max" })),
+  minBytes: Field.positiveBytes("1 MiB").pipe(Field.doc("floor (keeps per-request overhead small on any S3-like store)")),
+  maxObjectBytes: Field.positiveBytes("64 MiB").pipe(Field.doc("ceiling (largest object)", { range: "≥ minBytes" })),
+  memoryShare: Field.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }).pipe(Field.doc("one open batch may hold this share of the budget")),
+  budgetBytes: Field.bytes(0).pipe(Field.doc("budget override; 0 = the pipeline's (`Inflight` signal)")),
+  growth: Field.number(1.5, { minimum: 1.05, maximum: 4 }).pipe(Field.doc("factor per window")),
+  growAbove: Field.number(0.1, { minimum: 0, maximum: 10 }).pipe(Field.doc("grow while overhead > `growAbove · b · target`")),
+  growQueued: Field.number(0.05, { minimum: 0, maximum: 10 }).pipe(Field.doc("the same line while the window was queued (memory full, the store queueing; above)", { range: "0 – growAbove" })),
+  shrinkBelow: Field.number(0.02, { minimum: 0, maximum: 10 }).pipe(Field.doc("shrink when overhead < `shrinkBelow · b · target` (0: never)", { range: "0 – growQueued/growth" })),
+  openShrinkAt: Field.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }).pipe(Field.doc("shrink when open batches hold this share of the budget")),
+  memoryBoundAt: Field.number(0.9, { minimum: 0, maximum: 1, exclusiveMinimum: true }).pipe(Field.doc("a window is **memory-bound** when, in most of its `Inflight` signals, bytes held were ≥ this share of the budget while fewer uploads ran than the concurrency limit allows")),
+  windowMillis: Field.positiveMillis("2 seconds").pipe(Field.doc("decision period")),
+  minSamples: Field.int(4, 1).pipe(Field.doc("samples in a window before deciding on the fit")),
+  forgetting: Field.number(0.97, { minimum: 0.5, maximum: 1 }).pipe(Field.doc("weight kept by older samples, per sample")),
+  records: Field.int(1_000_000, 1).pipe(Field.doc("record target (high: seal on bytes)")),
+  maxAgeMillis: Field.millis(0).pipe(Field.doc("staleness bound; 0 = the pipeline's `batch.maxAge`")),
+  restoreAfterMillis: Field.millis("10 seconds").pipe(Field.doc("at the floor without pressure this long: restore")),
+  restore: Field.boolean(true).pipe(Field.doc("the restore probe; false disables it (`withoutProbe`, the ablation)"))
 }).check(
   Field.ordered("minBytes", "maxObjectBytes", (c) => [c.minBytes, c.maxObjectBytes]),
   Field.ordered("minBytes", "initialBytes", (c) => [c.minBytes, c.initialBytes]),

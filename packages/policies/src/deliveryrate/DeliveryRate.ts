@@ -80,6 +80,7 @@ import * as Latency from "../internal/Latency.ts"
 /**
  * The delivery-rate policy's config. Defaults and valid ranges:
  *
+ * <!-- config table: generated from the schema by `npm run docs:config` -->
  * | field | default | range | meaning |
  * |---|---|---|---|
  * | `initial` | 8 | floor – ceiling | starting concurrency |
@@ -100,34 +101,35 @@ import * as Latency from "../internal/Latency.ts"
  * | `probeSamples` | 8 | 1 – 1000 | samples measured at the drained level |
  * | `probeTimeoutMillis` | 10 s | > 0 | a probe without its samples ends after this |
  * | `throttleBeta` | 0.7 | 0.1 – 0.99 | `inflightHi` cut per throttle round (BBRv2: 0.7) |
- * | `referenceBytes` | 1 MiB | ≥ 1 byte | the size normalisation until `a / b` is first measured (then learned) |
- * | `probe` | true | | the probe (PROBE_RTT); false disables it (`withoutProbe`, the ablation): the minimum then never rises |
- * | `pending` | true | | running uploads raise the minimum (`Inflight.medianUpload`, above); false: only completed requests do |
+ * | `referenceBytes` | 1 MiB | ≥ 1 B | the size normalisation until `a / b` is first measured (then learned) |
+ * | `probe` | true |  | the probe (PROBE_RTT); false disables it (`withoutProbe`, the ablation): the minimum then never rises |
+ * | `pending` | true |  | running uploads raise the minimum (`Inflight.medianUpload`, above); false: only completed requests do |
+ * <!-- end config table -->
  *
  * @since 0.2.0
  */
 export const DeliveryRateConfig = Schema.Struct({
-  initial: Field.int(8, 1),
-  floor: Field.int(1, 1),
-  ceiling: Field.int(256, 1),
-  startupGain: Field.number(2, { minimum: 1.25, maximum: 4 }),
-  fullRateGrowth: Field.number(0.25, { minimum: 0.01, maximum: 1 }),
-  fullRateRounds: Field.int(3, 1, 100),
-  cruiseGain: Field.number(1.25, { minimum: 0.5, maximum: 4 }),
-  upGain: Field.number(1.5, { minimum: 1.01, maximum: 4 }),
-  downGain: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }),
-  cruiseRounds: Field.int(4, 0, 100),
-  rateWindowRounds: Field.int(10, 1, 100),
-  minLatencyWindowMillis: Field.positiveMillis("10 seconds"),
-  confirmTolerance: Field.number(0.1, { minimum: 0, maximum: 1 }),
-  riseTolerance: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  probeGain: Field.number(0.5, { minimum: 0.05, maximum: 0.95 }),
-  probeSamples: Field.int(8, 1, 1000),
-  probeTimeoutMillis: Field.positiveMillis("10 seconds"),
-  throttleBeta: Field.number(0.7, { minimum: 0.1, maximum: 0.99 }),
-  referenceBytes: Field.positiveBytes("1 MiB"),
-  probe: Field.boolean(true),
-  pending: Field.boolean(true)
+  initial: Field.int(8, 1).pipe(Field.doc("starting concurrency", { range: "floor – ceiling" })),
+  floor: Field.int(1, 1).pipe(Field.doc("never below")),
+  ceiling: Field.int(256, 1).pipe(Field.doc("never above", { range: "≥ floor" })),
+  startupGain: Field.number(2, { minimum: 1.25, maximum: 4 }).pipe(Field.doc("in-flight growth per round in `startup` (BBR: 2/ln 2 ≈ 2.89 pacing, 2 cwnd)")),
+  fullRateGrowth: Field.number(0.25, { minimum: 0.01, maximum: 1 }).pipe(Field.doc("`startup` ends when the rate grew less than this … (BBR: 25 %)")),
+  fullRateRounds: Field.int(3, 1, 100).pipe(Field.doc("… in this many rounds that used the limit (BBR: 3)")),
+  cruiseGain: Field.number(1.25, { minimum: 0.5, maximum: 4 }).pipe(Field.doc("in-flight in `cruise`, × BDP (BBR cruises at 1 ×)", { range: "0.5 – 4, ≤ `upGain`" })),
+  upGain: Field.number(1.5, { minimum: 1.01, maximum: 4 }).pipe(Field.doc("`probeUp` in-flight gain (BBR: 1.25)")),
+  downGain: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }).pipe(Field.doc("`probeDown` in-flight gain (BBR: 0.75)")),
+  cruiseRounds: Field.int(4, 0, 100).pipe(Field.doc("rounds in `cruise` between probes up (BBR: 6)")),
+  rateWindowRounds: Field.int(10, 1, 100).pipe(Field.doc("rounds of the rate's max filter (BBR: 10)")),
+  minLatencyWindowMillis: Field.positiveMillis("10 seconds").pipe(Field.doc("age of the latency minimum that forces a probe (BBR: 10 s)")),
+  confirmTolerance: Field.number(0.1, { minimum: 0, maximum: 1 }).pipe(Field.doc("a sample within this fraction of the minimum confirms it (keeps it fresh)")),
+  riseTolerance: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }).pipe(Field.doc("a round whose minimum is ≥ (1 + this) × `minLatency` starts the probe", { range: "> upGain − 1, ≤ 100" })),
+  probeGain: Field.number(0.5, { minimum: 0.05, maximum: 0.95 }).pipe(Field.doc("the probe drains in-flight to this share (BBRv2: 0.5)")),
+  probeSamples: Field.int(8, 1, 1000).pipe(Field.doc("samples measured at the drained level")),
+  probeTimeoutMillis: Field.positiveMillis("10 seconds").pipe(Field.doc("a probe without its samples ends after this")),
+  throttleBeta: Field.number(0.7, { minimum: 0.1, maximum: 0.99 }).pipe(Field.doc("`inflightHi` cut per throttle round (BBRv2: 0.7)")),
+  referenceBytes: Field.positiveBytes("1 MiB").pipe(Field.doc("the size normalisation until `a / b` is first measured (then learned)")),
+  probe: Field.boolean(true).pipe(Field.doc("the probe (PROBE_RTT); false disables it (`withoutProbe`, the ablation): the minimum then never rises")),
+  pending: Field.boolean(true).pipe(Field.doc("running uploads raise the minimum (`Inflight.medianUpload`, above); false: only completed requests do"))
 }).check(
   Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
   Field.ordered("floor", "initial", (c) => [c.floor, c.initial]),

@@ -32,6 +32,7 @@ import * as Probe from "../probe/Probe.ts"
 /**
  * Gradient2's config (Netflix defaults where they apply, except `floor`).
  *
+ * <!-- config table: generated from the schema by `npm run docs:config` -->
  * | field | default | range | meaning |
  * |---|---|---|---|
  * | `initial` | 20 | floor – ceiling | starting limit |
@@ -40,28 +41,29 @@ import * as Probe from "../probe/Probe.ts"
  * | `smoothing` | 0.2 | 0.01 – 1 | weight of the new limit |
  * | `tolerance` | 1.5 | 1 – 10 | `rttTolerance` |
  * | `longWindow` | 600 | ≥ 1 | samples of the long-term RTT average |
- * | `queueSize` | 4 | ≥ 0 | growth allowance per update |
+ * | `queueSize` | 4 | 0 – 1000 | growth allowance per update |
  * | `dropBeta` | 0.9 | 0.1 – 0.99 | cut on a throttle |
  * | `windowMillis` | 1 s | > 0 | sample window |
  * | `minSamples` | 4 | ≥ 1 | samples needed to close a window |
- * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation |
- * | `probe` | see `Probe.ProbeConfig` | | forced probe |
+ * | `referenceBytes` | 1 MiB | ≥ 1 B | size normalisation |
+ * | `probe` | see `Probe.ProbeConfig` |  | forced probe |
+ * <!-- end config table -->
  *
  * @since 0.1.0
  */
 export const Gradient2Config = Schema.Struct({
-  initial: Field.int(20, 1),
-  floor: Field.int(1, 1),
-  ceiling: Field.int(200, 1),
-  smoothing: Field.number(0.2, { minimum: 0.01, maximum: 1 }),
-  tolerance: Field.number(1.5, { minimum: 1, maximum: 10 }),
-  longWindow: Field.int(600, 1),
-  queueSize: Field.number(4, { minimum: 0, maximum: 1000 }),
-  dropBeta: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }),
-  windowMillis: Field.positiveMillis("1 second"),
-  minSamples: Field.int(4, 1),
-  referenceBytes: Field.positiveBytes("1 MiB"),
-  probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
+  initial: Field.int(20, 1).pipe(Field.doc("starting limit", { range: "floor – ceiling" })),
+  floor: Field.int(1, 1).pipe(Field.doc("Netflix `minLimit`")),
+  ceiling: Field.int(200, 1).pipe(Field.doc("Netflix `maxConcurrency`", { range: "≥ floor" })),
+  smoothing: Field.number(0.2, { minimum: 0.01, maximum: 1 }).pipe(Field.doc("weight of the new limit")),
+  tolerance: Field.number(1.5, { minimum: 1, maximum: 10 }).pipe(Field.doc("`rttTolerance`")),
+  longWindow: Field.int(600, 1).pipe(Field.doc("samples of the long-term RTT average")),
+  queueSize: Field.number(4, { minimum: 0, maximum: 1000 }).pipe(Field.doc("growth allowance per update")),
+  dropBeta: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }).pipe(Field.doc("cut on a throttle")),
+  windowMillis: Field.positiveMillis("1 second").pipe(Field.doc("sample window")),
+  minSamples: Field.int(4, 1).pipe(Field.doc("samples needed to close a window")),
+  referenceBytes: Field.positiveBytes("1 MiB").pipe(Field.doc("size normalisation")),
+  probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))).pipe(Field.doc("forced probe", { default: "see `Probe.ProbeConfig`" }))
 }).check(
   Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
   Field.ordered("floor", "initial", (c) => [c.floor, c.initial]),

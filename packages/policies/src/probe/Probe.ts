@@ -41,32 +41,34 @@ import * as Rng from "../internal/Rng.ts"
  */
 export function configWith(defaults: { readonly samples?: number; readonly intervalMillis?: number }) {
   return Schema.Struct({
-    enabled: Field.boolean(true),
-    level: Field.int(2, 1),
-    samples: Field.int(defaults.samples ?? 8, 1, 1000),
-    jitter: Field.number(0.25, { minimum: 0, maximum: 0.9 }),
-    intervalMillis: Field.millis(defaults.intervalMillis ?? 60_000),
-    windowMillis: Field.positiveMillis(1_000),
-    forcedAfterWindowsAtFloor: Field.int(3, 1),
-    timeoutMillis: Field.positiveMillis(10_000),
-    seed: Field.int(1, 0, 0xffffffff)
+    enabled: Field.boolean(true).pipe(Field.doc("false disables every probe (for tests and comparisons)")),
+    level: Field.int(2, 1).pipe(Field.doc("the pinned value (concurrency), clamped to ≥ the floor")),
+    samples: Field.int(defaults.samples ?? 8, 1, 1000).pipe(Field.doc("samples gathered while pinned")),
+    jitter: Field.number(0.25, { minimum: 0, maximum: 0.9 }).pipe(Field.doc("± fraction applied to `samples` and `intervalMillis`")),
+    intervalMillis: Field.millis(defaults.intervalMillis ?? 60_000).pipe(Field.doc("periodic probe; 0 = only forced probes")),
+    windowMillis: Field.positiveMillis(1_000).pipe(Field.doc("the window of the at-floor count")),
+    forcedAfterWindowsAtFloor: Field.int(3, 1).pipe(Field.doc("windows at the floor that force a probe")),
+    timeoutMillis: Field.positiveMillis(10_000).pipe(Field.doc("a probe without samples ends after this")),
+    seed: Field.int(1, 0, 0xffffffff).pipe(Field.doc("seed of the jitter PRNG"))
   })
 }
 
 /**
  * The probe's config. Defaults and ranges:
  *
+ * <!-- config table: generated from the schema by `npm run docs:config` -->
  * | field | default | range | meaning |
  * |---|---|---|---|
- * | `enabled` | true | | false disables every probe (for tests and comparisons) |
+ * | `enabled` | true |  | false disables every probe (for tests and comparisons) |
  * | `level` | 2 | ≥ 1 | the pinned value (concurrency), clamped to ≥ the floor |
  * | `samples` | 8 | 1 – 1000 | samples gathered while pinned |
  * | `jitter` | 0.25 | 0 – 0.9 | ± fraction applied to `samples` and `intervalMillis` |
- * | `intervalMillis` | 60 s | ≥ 0 | periodic probe; 0 = only forced probes |
+ * | `intervalMillis` | 1 min | ≥ 0 | periodic probe; 0 = only forced probes |
  * | `windowMillis` | 1 s | > 0 | the window of the at-floor count |
  * | `forcedAfterWindowsAtFloor` | 3 | ≥ 1 | windows at the floor that force a probe |
  * | `timeoutMillis` | 10 s | > 0 | a probe without samples ends after this |
- * | `seed` | 1 | int | seed of the jitter PRNG |
+ * | `seed` | 1 | 0 – 2³² − 1 | seed of the jitter PRNG |
+ * <!-- end config table -->
  *
  * @since 0.1.0
  */

@@ -25,22 +25,24 @@ import type { Layer } from "effect"
 /**
  * Shared pressure's config. Defaults and ranges:
  *
+ * <!-- config table: generated from the schema by `npm run docs:config` -->
  * | field | default | range | meaning |
  * |---|---|---|---|
  * | `highWater` | 0.8 | 0.05 – 1 | pause above this fraction of the budget |
  * | `lowWater` | 0.5 | 0 – highWater | resume below this fraction |
  * | `maxPauseMillis` | 5 s | ≥ 0 | the floor: longest pause while uploads progress |
  * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (from the `Inflight` signal) |
- * | `reopen` | true | | the re-open probe; false disables it (`withoutProbe`, the ablation): a pause then ends only below `lowWater` |
+ * | `reopen` | true |  | the re-open probe; false disables it (`withoutProbe`, the ablation): a pause then ends only below `lowWater` |
+ * <!-- end config table -->
  *
  * @since 0.1.0
  */
 export const SharedPressureConfig = Schema.Struct({
-  highWater: Field.number(0.8, { minimum: 0.05, maximum: 1 }),
-  lowWater: Field.number(0.5, { minimum: 0, maximum: 1 }),
-  maxPauseMillis: Field.millis("5 seconds"),
-  budgetBytes: Field.bytes(0),
-  reopen: Field.boolean(true)
+  highWater: Field.number(0.8, { minimum: 0.05, maximum: 1 }).pipe(Field.doc("pause above this fraction of the budget")),
+  lowWater: Field.number(0.5, { minimum: 0, maximum: 1 }).pipe(Field.doc("resume below this fraction", { range: "0 – highWater" })),
+  maxPauseMillis: Field.millis("5 seconds").pipe(Field.doc("the floor: longest pause while uploads progress")),
+  budgetBytes: Field.bytes(0).pipe(Field.doc("budget override; 0 = the pipeline's (from the `Inflight` signal)")),
+  reopen: Field.boolean(true).pipe(Field.doc("the re-open probe; false disables it (`withoutProbe`, the ablation): a pause then ends only below `lowWater`"))
 }).check(Field.ordered("lowWater", "highWater", (c) => [c.lowWater, c.highWater]))
 
 /**

@@ -42,56 +42,58 @@ type Proposal = Knob.Proposal
 /**
  * The throttle policy's config. Defaults and ranges:
  *
+ * <!-- config table: generated from the schema by `npm run docs:config` -->
  * | field | default | range | meaning |
  * |---|---|---|---|
  * | `floor` | 1 | ≥ 1 | concurrency never cut below |
  * | `ceiling` | 1024 | ≥ floor | concurrency never restored above |
  * | `beta` | 0.5 | 0.1 – 0.95 | concurrency cut per throttle round |
  * | `firstBeta` | 0.5 | 0.1 – 0.95 | concurrency cut of an episode's first round (setting `beta` alone leaves it at 0.5) |
- * | `rateOnFirstCut` | true | | an episode's first cut also cuts the rate; false: only a round throttled under the cut limit does |
- * | `step` | 1 | > 0 | concurrency regained per round (`step / limit` per success) |
+ * | `rateOnFirstCut` | true |  | an episode's first cut also cuts the rate; false: only a round throttled under the cut limit does |
+ * | `step` | 1 | (0, 100] | concurrency regained per round (`step / limit` per success) |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | quiet time before restoring the pre-throttle limit |
  * | `rateBeta` | 0.7 | 0.1 – 0.95 | rate cut (AWS: 0.7) |
- * | `rateScale` | 0.4 | > 0 | CUBIC scale constant (AWS: 0.4) |
+ * | `rateScale` | 0.4 | (0, 100] | CUBIC scale constant (AWS: 0.4) |
  * | `rateSmooth` | 0.8 | 0 – 1 | send-rate EWMA weight (AWS: 0.8) |
- * | `minRate` | 0.5 | > 0 | requests/s never cut below (AWS: 0.5) |
+ * | `minRate` | 0.5 | (0, 1000000] | requests/s never cut below (AWS: 0.5) |
  * | `rateReleaseAfterMillis` | 30 s | ≥ 0 | quiet time before the rate limit is released |
- * | `retryBaseMillis` | 100 | ≥ 0 | first retry delay of a transient failure |
- * | `throttleRetryBaseMillis` | 500 | ≥ 0 | first retry delay of a throttle |
+ * | `retryBaseMillis` | 100 ms | ≥ 0 | first retry delay of a transient failure |
+ * | `throttleRetryBaseMillis` | 500 ms | ≥ 0 | first retry delay of a throttle |
  * | `retryMaxMillis` | 20 s | ≥ 0 | longest backoff (Retry-After may be longer) |
  * | `maxAttempts` | 100 | ≥ 1 | give up after this many attempts of one batch (the core's default budget) |
  * | `maxElapsedMillis` | 15 min | > 0 | give up once one batch has been failing this long (the core's default budget) |
  * | `clearSamples` | 3 | ≥ 1 | successes in a row from above the episode's throttle level that restore early (the storm has cleared) |
  * | `probeAboveAfter` | 72 | ≥ 1 | successes at the level just below the episode's throttle level before growing above it again |
  * | `restoreBusyShare` | 0.25 | 0 – 1 | the timed restore waits until, over `restoreAfterMillis`, batches filled the concurrency in force at least this share of the time (0: restore regardless; no `Inflight` signals: regardless) |
- * | `restore` | true | | the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+step` per round above the throttled level and the rate limit is never released |
- * | `seed` | 7 | int | seed of the retry jitter when the pipeline gives no batch key |
+ * | `restore` | true |  | the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+step` per round above the throttled level and the rate limit is never released |
+ * | `seed` | 7 | 0 – 2³² − 1 | seed of the retry jitter when the pipeline gives no batch key |
+ * <!-- end config table -->
  *
  * @since 0.1.0
  */
 export const ThrottleConfig = Schema.Struct({
-  floor: Field.int(1, 1),
-  ceiling: Field.int(1024, 1),
-  beta: Field.number(0.5, { minimum: 0.1, maximum: 0.95 }),
-  firstBeta: Field.number(0.5, { minimum: 0.1, maximum: 0.95 }),
-  rateOnFirstCut: Field.boolean(true),
-  step: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  restoreAfterMillis: Field.millis("10 seconds"),
-  rateBeta: Field.number(0.7, { minimum: 0.1, maximum: 0.95 }),
-  rateScale: Field.number(0.4, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  rateSmooth: Field.number(0.8, { minimum: 0, maximum: 1 }),
-  minRate: Field.number(0.5, { minimum: 0, maximum: 1e6, exclusiveMinimum: true }),
-  rateReleaseAfterMillis: Field.millis("30 seconds"),
-  retryBaseMillis: Field.millis(100),
-  throttleRetryBaseMillis: Field.millis(500),
-  retryMaxMillis: Field.millis("20 seconds"),
-  maxAttempts: Field.int(RetryPolicy.defaultBudget.maxAttempts, 1),
-  maxElapsedMillis: Field.positiveMillis(RetryPolicy.defaultBudget.maxElapsedMillis),
-  clearSamples: Field.int(3, 1),
-  probeAboveAfter: Field.int(72, 1),
-  restoreBusyShare: Field.number(0.25, { minimum: 0, maximum: 1 }),
-  restore: Field.boolean(true),
-  seed: Field.int(7, 0, 0xffffffff)
+  floor: Field.int(1, 1).pipe(Field.doc("concurrency never cut below")),
+  ceiling: Field.int(1024, 1).pipe(Field.doc("concurrency never restored above", { range: "≥ floor" })),
+  beta: Field.number(0.5, { minimum: 0.1, maximum: 0.95 }).pipe(Field.doc("concurrency cut per throttle round")),
+  firstBeta: Field.number(0.5, { minimum: 0.1, maximum: 0.95 }).pipe(Field.doc("concurrency cut of an episode's first round (setting `beta` alone leaves it at 0.5)")),
+  rateOnFirstCut: Field.boolean(true).pipe(Field.doc("an episode's first cut also cuts the rate; false: only a round throttled under the cut limit does")),
+  step: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }).pipe(Field.doc("concurrency regained per round (`step / limit` per success)")),
+  restoreAfterMillis: Field.millis("10 seconds").pipe(Field.doc("quiet time before restoring the pre-throttle limit")),
+  rateBeta: Field.number(0.7, { minimum: 0.1, maximum: 0.95 }).pipe(Field.doc("rate cut (AWS: 0.7)")),
+  rateScale: Field.number(0.4, { minimum: 0, maximum: 100, exclusiveMinimum: true }).pipe(Field.doc("CUBIC scale constant (AWS: 0.4)")),
+  rateSmooth: Field.number(0.8, { minimum: 0, maximum: 1 }).pipe(Field.doc("send-rate EWMA weight (AWS: 0.8)")),
+  minRate: Field.number(0.5, { minimum: 0, maximum: 1e6, exclusiveMinimum: true }).pipe(Field.doc("requests/s never cut below (AWS: 0.5)")),
+  rateReleaseAfterMillis: Field.millis("30 seconds").pipe(Field.doc("quiet time before the rate limit is released")),
+  retryBaseMillis: Field.millis(100).pipe(Field.doc("first retry delay of a transient failure")),
+  throttleRetryBaseMillis: Field.millis(500).pipe(Field.doc("first retry delay of a throttle")),
+  retryMaxMillis: Field.millis("20 seconds").pipe(Field.doc("longest backoff (Retry-After may be longer)")),
+  maxAttempts: Field.int(RetryPolicy.defaultBudget.maxAttempts, 1).pipe(Field.doc("give up after this many attempts of one batch (the core's default budget)")),
+  maxElapsedMillis: Field.positiveMillis(RetryPolicy.defaultBudget.maxElapsedMillis).pipe(Field.doc("give up once one batch has been failing this long (the core's default budget)")),
+  clearSamples: Field.int(3, 1).pipe(Field.doc("successes in a row from above the episode's throttle level that restore early (the storm has cleared)")),
+  probeAboveAfter: Field.int(72, 1).pipe(Field.doc("successes at the level just below the episode's throttle level before growing above it again")),
+  restoreBusyShare: Field.number(0.25, { minimum: 0, maximum: 1 }).pipe(Field.doc("the timed restore waits until, over `restoreAfterMillis`, batches filled the concurrency in force at least this share of the time (0: restore regardless; no `Inflight` signals: regardless)")),
+  restore: Field.boolean(true).pipe(Field.doc("the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+step` per round above the throttled level and the rate limit is never released")),
+  seed: Field.int(7, 0, 0xffffffff).pipe(Field.doc("seed of the retry jitter when the pipeline gives no batch key"))
 }).check(Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
 
 /**

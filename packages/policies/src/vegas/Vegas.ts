@@ -35,28 +35,30 @@ import * as Probe from "../probe/Probe.ts"
 /**
  * Vegas's config.
  *
+ * <!-- config table: generated from the schema by `npm run docs:config` -->
  * | field | default | range | meaning |
  * |---|---|---|---|
  * | `initial` | 20 | floor – ceiling | starting limit (Netflix: 20) |
  * | `floor` | 1 | ≥ 1 | never below |
  * | `ceiling` | 1000 | ≥ floor | Netflix `maxConcurrency` |
  * | `smoothing` | 1 | 0.01 – 1 | weight of the new limit (Netflix: 1) |
- * | `alpha` | 3 | > 0 | grow while queue < alpha·log |
+ * | `alpha` | 3 | (0, 100] | grow while queue < alpha·log |
  * | `beta` | 6 | > alpha | shrink while queue > beta·log |
- * | `referenceBytes` | 1 MiB | ≥ 1 | size normalisation |
- * | `probe` | see `Probe.ProbeConfig` | | forced probe |
+ * | `referenceBytes` | 1 MiB | ≥ 1 B | size normalisation |
+ * | `probe` | see `Probe.ProbeConfig` |  | forced probe |
+ * <!-- end config table -->
  *
  * @since 0.1.0
  */
 export const VegasConfig = Schema.Struct({
-  initial: Field.int(20, 1),
-  floor: Field.int(1, 1),
-  ceiling: Field.int(1000, 1),
-  smoothing: Field.number(1, { minimum: 0.01, maximum: 1 }),
-  alpha: Field.number(3, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  beta: Field.number(6, { minimum: 0, maximum: 100, exclusiveMinimum: true }),
-  referenceBytes: Field.positiveBytes("1 MiB"),
-  probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
+  initial: Field.int(20, 1).pipe(Field.doc("starting limit (Netflix: 20)", { range: "floor – ceiling" })),
+  floor: Field.int(1, 1).pipe(Field.doc("never below")),
+  ceiling: Field.int(1000, 1).pipe(Field.doc("Netflix `maxConcurrency`", { range: "≥ floor" })),
+  smoothing: Field.number(1, { minimum: 0.01, maximum: 1 }).pipe(Field.doc("weight of the new limit (Netflix: 1)")),
+  alpha: Field.number(3, { minimum: 0, maximum: 100, exclusiveMinimum: true }).pipe(Field.doc("grow while queue < alpha·log")),
+  beta: Field.number(6, { minimum: 0, maximum: 100, exclusiveMinimum: true }).pipe(Field.doc("shrink while queue > beta·log", { range: "> alpha" })),
+  referenceBytes: Field.positiveBytes("1 MiB").pipe(Field.doc("size normalisation")),
+  probe: Probe.ProbeConfig.pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))).pipe(Field.doc("forced probe", { default: "see `Probe.ProbeConfig`" }))
 }).check(
   Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
   Field.ordered("floor", "initial", (c) => [c.floor, c.initial]),
