@@ -1,0 +1,52 @@
+/**
+ * The ablations of the default composition (`Composition.defaults()`): each
+ * switches off one rule or member, so that a run against the default on the
+ * same scenarios says what that rule buys (`npm run ablation`). Only what the
+ * composition's config and options can switch off is here; the rules inside a
+ * policy without a switch are not (the closing note lists them).
+ */
+import { Layer } from "effect"
+import { AdaptiveBatch, Composition, DeliveryRate, SharedPressure, Throttle } from "@sluice/policies"
+import type { Runner } from "@sluice/testkit"
+
+/** One variant: its name, the rule it switches off, its policies. */
+export interface Ablation {
+  readonly name: string
+  readonly switchesOff: string
+  readonly policies: Runner.PoliciesLayer<unknown>
+}
+
+const base = Composition.defaultsBase
+
+/** The default, then one variant per rule (in the order the table prints them). */
+export const ablations: ReadonlyArray<Ablation> = [
+  { name: "default", switchesOff: "nothing: the reference", policies: Composition.defaults() },
+  { name: "no-probes", switchesOff: "every probe (Policy.ablate; the delivery rate's PROBE_RTT among them)", policies: Composition.defaults({}, { probes: false }) },
+  { name: "no-pending", switchesOff: "the delivery rate's running uploads raising its minimum (`pending`)", policies: Composition.defaults({ deliveryRate: { pending: false } }) },
+  {
+    name: "own-defaults",
+    switchesOff: "`defaultsBase` (the members' own throttle answers: throttleBeta 0.7, firstBeta 0.5, a rate cut on the first)",
+    policies: Layer.mergeAll(DeliveryRate.layer({}), Throttle.layer({}), SharedPressure.layer({}), AdaptiveBatch.layer({}))
+  },
+  {
+    name: "no-throttle",
+    switchesOff: "the Throttle member (classifier, short-term cut, rate)",
+    policies: Layer.mergeAll(DeliveryRate.layer(base.deliveryRate), SharedPressure.layer({}), AdaptiveBatch.layer({}))
+  },
+  {
+    name: "no-shared",
+    switchesOff: "the SharedPressure member (read gate on held bytes)",
+    policies: Layer.mergeAll(DeliveryRate.layer(base.deliveryRate), Throttle.layer(base.throttle), AdaptiveBatch.layer({}))
+  },
+  {
+    name: "no-batch",
+    switchesOff: "the AdaptiveBatch member (batch target)",
+    policies: Layer.mergeAll(DeliveryRate.layer(base.deliveryRate), Throttle.layer(base.throttle), SharedPressure.layer({}))
+  },
+  { name: "throttle-no-restore", switchesOff: "Throttle's restore after an episode (`restore`)", policies: Composition.defaults({ throttle: { restore: false } }) },
+  { name: "batch-no-restore", switchesOff: "AdaptiveBatch's restore (`restore`)", policies: Composition.defaults({ batch: { restore: false } }) },
+  { name: "shared-no-reopen", switchesOff: "SharedPressure's reopen (`reopen`)", policies: Composition.defaults({ shared: { reopen: false } }) }
+]
+
+/** The variant named `name`, or undefined. */
+export const byName = (name: string): Ablation | undefined => ablations.find((a) => a.name === name)
