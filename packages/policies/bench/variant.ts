@@ -1,7 +1,7 @@
 /**
  * Tuning aid: runs scenario files with `deliveryrate` (config as JSON) plus
  * the other default members, on tuning seeds only (≤ 16), and prints the
- * headline metrics. `npx node packages/policies/bench/variant.ts '{"downGain":0.9}' 1,2,3 files…`
+ * headline metrics. `npx node packages/policies/bench/variant.ts '{"throttleBeta":0.85}' 1,2,3 files…`
  */
 import { Effect, Layer } from "effect"
 import { Runner, Scenario } from "@sluice/testkit"

@@ -65,8 +65,8 @@ describe("Composition", () => {
 
   it.effect("bad config fails the layer with a ConfigError naming the field", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(knobsAfter(Composition.defaults({ deliveryRate: { upGain: 9 } })))
-      expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/upGain/)
+      const exit = yield* Effect.exit(knobsAfter(Composition.defaults({ deliveryRate: { throttleBeta: 9 } })))
+      expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/throttleBeta/)
       // The caller's key wins over defaultsBase's (firstBeta 0.7 there).
       const first = yield* Effect.exit(knobsAfter(Composition.defaults({ throttle: { firstBeta: 0.05 } })))
       expect(Exit.isFailure(first) && String(first.cause)).toMatch(/firstBeta/)

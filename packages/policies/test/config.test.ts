@@ -83,15 +83,15 @@ describe("policy config is typed by its schema's encoded form", () => {
       const exit = yield* build(
         Layer.mergeAll(
           Aimd.layer({ initial: 4, probe: { intervalMillis: "2m", timeoutMillis: "500ms" } }),
-          Throttle.layer({ restoreAfterMillis: "30s", retryBaseMillis: "500ms" }),
+          Throttle.layer({ restoreAfterMillis: "30s", retryMaxMillis: "500ms" }),
           SharedPressure.layer({ maxPauseMillis: "2s" }),
           AdaptiveBatch.layer({ windowMillis: "500ms", maxObjectBytes: "32 MiB" })
         )
       )
       expect(Exit.isSuccess(exit) && exit.value.concurrency).toBe(4)
-      expect(decode(Throttle.ThrottleConfig, { restoreAfterMillis: "30s", retryBaseMillis: "500ms" })).toMatchObject({
+      expect(decode(Throttle.ThrottleConfig, { restoreAfterMillis: "30s", retryMaxMillis: "500ms" })).toMatchObject({
         restoreAfterMillis: 30_000,
-        retryBaseMillis: 500
+        retryMaxMillis: 500
       })
     }))
 })
@@ -105,10 +105,10 @@ describe("policy config numbers are finite", () => {
       [schemas.batch, "growth"],
       [schemas.batch, "maxAgeMillis"],
       [schemas.batch, "budgetBytes"],
-      [schemas.deliveryrate, "upGain"],
+      [schemas.deliveryrate, "throttleBeta"],
       [schemas.gradient2, "queueSize"],
       [schemas.shared, "maxPauseMillis"],
-      [schemas.throttle, "minRate"],
+      [schemas.throttle, "beta"],
       [schemas.throttle, "retryMaxMillis"],
       [schemas.vegas, "alpha"],
       [schemas.probe, "intervalMillis"]
@@ -128,14 +128,11 @@ describe("policy config sizes and durations are positive where 0 means nothing",
       [schemas.aimd, "referenceBytes", "Expected at least 1 byte, got 0"],
       [schemas.vegas, "referenceBytes", "Expected at least 1 byte, got 0"],
       [schemas.gradient2, "referenceBytes", "Expected at least 1 byte, got 0"],
-      [schemas.deliveryrate, "referenceBytes", "Expected at least 1 byte, got 0"],
       [schemas.batch, "initialBytes", "Expected at least 1 byte, got 0"],
       [schemas.batch, "minBytes", "Expected at least 1 byte, got 0"],
       [schemas.batch, "maxObjectBytes", "Expected at least 1 byte, got 0"],
       [schemas.batch, "windowMillis", "Expected a duration greater than 0, got 0"],
       [schemas.gradient2, "windowMillis", "Expected a duration greater than 0, got 0"],
-      [schemas.deliveryrate, "minLatencyWindowMillis", "Expected a duration greater than 0, got 0"],
-      [schemas.deliveryrate, "probeTimeoutMillis", "Expected a duration greater than 0, got 0"],
       [schemas.throttle, "maxElapsedMillis", "Expected a duration greater than 0, got 0"],
       [schemas.probe, "windowMillis", "Expected a duration greater than 0, got 0"],
       [schemas.probe, "timeoutMillis", "Expected a duration greater than 0, got 0"]
@@ -152,7 +149,7 @@ describe("policy config sizes and durations are positive where 0 means nothing",
       [schemas.batch, "restoreAfterMillis"],
       [schemas.shared, "budgetBytes"],
       [schemas.shared, "maxPauseMillis"],
-      [schemas.throttle, "retryBaseMillis"],
+      [schemas.throttle, "retryMaxMillis"],
       [schemas.throttle, "restoreAfterMillis"],
       [schemas.probe, "intervalMillis"]
     ]

@@ -129,7 +129,7 @@ describe("scenarios", () => {
     for (const seed of [tuned.seed, ...HELD_OUT_SEEDS]) {
       const { trace } = await run({ ...tuned, seed }, "default", Composition.parse("default"))
       // Storm from 30 s to 90 s. Measured 0–0.4 %; 1.4–5.1 % before Throttle
-      // kept a cut limit the pipeline seldom filled (`restoreBusyShare`).
+      // kept a cut limit the pipeline seldom filled (`RESTORE_BUSY_SHARE`).
       rates[`throttle-storm@${seed}`] = round(throttleRateBetween(trace, 40_000, 90_000))
     }
     for (const [id, rate] of Object.entries(rates)) expect(rate, id).toBeLessThanOrEqual(0.01)

@@ -30,7 +30,7 @@
  *   throttle storm (503 SlowDown above 1 request in flight, probability 0.5),
  *   so the lowest throttled level remembered is 2. Without its restore probe
  *   the limit regrows to just below that level, plateaus there for
- *   `probeAboveAfter` successes and then climbs one step per round — and a
+ *   `PROBE_ABOVE_AFTER` (72) successes and then climbs one step per round — and a
  *   round now takes a second (8 MiB at 8 MiB/s): back to 0.8 × the pre-storm
  *   32 takes over 70 s. The restore probe returns it 10 s after the last
  *   throttle (and releases the rate limit, which otherwise stays).

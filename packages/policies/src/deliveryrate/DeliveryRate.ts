@@ -16,7 +16,7 @@
  *
  * - `rate`: bytes per second of object bodies delivered, per completion over
  *   that upload's own interval (BBR's rate sample), max over the last
- *   `rateWindowRounds` rounds. Samples of requests that found the limit unused
+ *   `RATE_WINDOW_ROUNDS` rounds. Samples of requests that found the limit unused
  *   (the pipeline had less to send) only count when they raise the max (BBR's
  *   app-limited rule).
  * - `minLatency`: the minimum **size-normalised** latency
@@ -31,19 +31,19 @@
  *
  * | mode | in flight | leaves when |
  * |---|---|---|
- * | `startup` | ×`startupGain` per round while the limit is used | the rate grew < `fullRateGrowth` in `fullRateRounds` rounds that used the limit → `drain` |
+ * | `startup` | ×`STARTUP_GAIN` per round while the limit is used | the rate grew < `FULL_RATE_GROWTH` in `FULL_RATE_ROUNDS` rounds that used the limit → `drain` |
  * | `drain` | 1 × BDP | a round's in-flight ≤ ⌈BDP⌉ (what drain proposes), or 3 rounds → `cruise` |
- * | `probeUp` | `upGain` × BDP, ×`upGain` per round while the rate keeps growing | the rate grew less than half the in-flight increase (the **knee**), a throttle, or the limit was not used → `probeDown` |
- * | `probeDown` | `downGain` × BDP (drains the queue `probeUp` built) | an upload starts with ≤ BDP in flight, or one round → `cruise` |
- * | `cruise` | `cruiseGain` × BDP | `cruiseRounds` rounds → `probeUp` |
- * | `probing` | `probeGain` × in flight (BBR's PROBE_RTT) | `probeSamples` samples at that level, one upload round |
+ * | `probeUp` | `UP_GAIN` × BDP, ×`UP_GAIN` per round while the rate keeps growing | the rate grew less than half the in-flight increase (the **knee**), a throttle, or the limit was not used → `probeDown` |
+ * | `probeDown` | `DOWN_GAIN` × BDP (drains the queue `probeUp` built) | an upload starts with ≤ BDP in flight, or one round → `cruise` |
+ * | `cruise` | `CRUISE_GAIN` × BDP | `CRUISE_ROUNDS` rounds → `probeUp` |
+ * | `probing` | `PROBE_GAIN` × in flight (BBR's PROBE_RTT) | `PROBE_SAMPLES` samples at that level, one upload round |
  *
  * **The probe (PROBE_RTT) and the knee.** `minLatency` can only go down,
  * except through the probe. The probe runs when the minimum is older than
- * `minLatencyWindowMillis` (samples within `confirmTolerance` of it keep it
+ * `MIN_LATENCY_WINDOW_MILLIS` (samples within `CONFIRM_TOLERANCE` of it keep it
  * fresh) and — what a store that got slower needs — as soon as a whole round's
- * minimum is ≥ (1 + `riseTolerance`) × `minLatency`. It drains in-flight to
- * `probeGain` of the elevated round's and measures again:
+ * minimum is ≥ (1 + `RISE_TOLERANCE`) × `minLatency`. It drains in-flight to
+ * `PROBE_GAIN` of the elevated round's and measures again:
  *
  * - latency fell with in-flight (by at least half as much): it was our own
  *   queue — the store queues above `knee ≈ inflight × minLatency / latency`,
@@ -55,7 +55,7 @@
  * **Running uploads** (`Inflight.medianUpload`, the median object upload in
  * flight): a store 20× slower takes seconds to complete its first upload, and
  * until then no sample says anything. When half the uploads running have run,
- * size-normalised, ≥ (1 + `riseTolerance`)² × the minimum — and more than a
+ * size-normalised, ≥ (1 + `RISE_TOLERANCE`)² × the minimum — and more than a
  * queue of ours could add given the in-flight they began at — their age, a
  * lower bound on the new latency, becomes the minimum (the BDP grows with it;
  * `probeUp`/`probeDown` go to `cruise`), and the first measurement after it
@@ -77,6 +77,48 @@ import type { Layer } from "effect"
 import * as Delivery from "../internal/Delivery.ts"
 import * as Latency from "../internal/Latency.ts"
 
+/*
+ * The model's constants. Each is tcp_bbr.c's (or BBRv2's) where its line says
+ * so; where it differs, or BBR has none, the line says what it is for. They are
+ * not config: the default composition is read and judged with these values
+ * (issue 26: 15 fields of this config became these constants, their defaults
+ * unchanged).
+ */
+/** `startup` multiplies in-flight by this per round that used the limit (BBR's STARTUP cwnd gain, 2; its pacing gain is 2/ln 2). */
+const STARTUP_GAIN = 2
+/** `startup` ends when the rate grew less than this share… (BBR's full-bandwidth test: 25 %) */
+const FULL_RATE_GROWTH = 0.25
+/** …in this many rounds that used the limit (BBR: 3). */
+const FULL_RATE_ROUNDS = 3
+/** Rounds of the rate's max filter (BBR's bandwidth filter: 10 rounds). */
+const RATE_WINDOW_ROUNDS = 10
+/** Age of the latency minimum that starts the probe (BBR's min-RTT window: 10 s). */
+const MIN_LATENCY_WINDOW_MILLIS = 10_000
+/** The probe drains in-flight to this share of the elevated round's (BBRv2's PROBE_RTT at 0.5 × BDP). */
+const PROBE_GAIN = 0.5
+/** In-flight in `cruise`, × BDP (BBR cruises at 1 ×). SWEEP:CRUISE_GAIN */
+export const CRUISE_GAIN = 1.25
+/** `probeUp`'s in-flight gain, × BDP (BBR: 1.25). SWEEP:UP_GAIN */
+const UP_GAIN = 1.5
+/** `probeDown`'s in-flight gain, × BDP, draining the queue `probeUp` built (BBR: 0.75). SWEEP:DOWN_GAIN */
+const DOWN_GAIN = 0.9
+/** Rounds in `cruise` between probes up (BBR: 2–8 at random, 6 in BBRv1's cycle). SWEEP:CRUISE_ROUNDS */
+const CRUISE_ROUNDS = 4
+/** A sample within this share above the minimum confirms it (keeps it fresh: no probe for its age). SWEEP:CONFIRM_TOLERANCE */
+const CONFIRM_TOLERANCE = 0.1
+/**
+ * A round whose minimum is ≥ (1 + this) × `minLatency` starts the probe: twice
+ * the minimum. It must exceed `UP_GAIN − 1`, the most queue an up-probe of ours
+ * adds, or the probe's own queue would read as a slower store.
+ */
+const RISE_TOLERANCE = 1
+/** Samples measured at the drained level before the probe decides (Probe's `samples` default, 8). */
+const PROBE_SAMPLES = 8
+/** A probe without its samples ends after this (the minimum's own window: an upload round can last seconds). */
+const PROBE_TIMEOUT_MILLIS = 10_000
+/** The size normalisation until `a / b` is first measured (then learned; AIMD's `REFERENCE_BYTES` default). */
+const REFERENCE_BYTES = 1024 * 1024
+
 /**
  * The delivery-rate policy's config. Defaults and valid ranges:
  *
@@ -86,22 +128,7 @@ import * as Latency from "../internal/Latency.ts"
  * | `initial` | 8 | floor – ceiling | starting concurrency |
  * | `floor` | 1 | ≥ 1 | never below |
  * | `ceiling` | 256 | ≥ floor | never above |
- * | `startupGain` | 2 | 1.25 – 4 | in-flight growth per round in `startup` (BBR: 2/ln 2 ≈ 2.89 pacing, 2 cwnd) |
- * | `fullRateGrowth` | 0.25 | 0.01 – 1 | `startup` ends when the rate grew less than this … (BBR: 25 %) |
- * | `fullRateRounds` | 3 | 1 – 100 | … in this many rounds that used the limit (BBR: 3) |
- * | `cruiseGain` | 1.25 | 0.5 – 4, ≤ `upGain` | in-flight in `cruise`, × BDP (BBR cruises at 1 ×) |
- * | `upGain` | 1.5 | 1.01 – 4 | `probeUp` in-flight gain (BBR: 1.25) |
- * | `downGain` | 0.9 | 0.1 – 0.99 | `probeDown` in-flight gain (BBR: 0.75) |
- * | `cruiseRounds` | 4 | 0 – 100 | rounds in `cruise` between probes up (BBR: 6) |
- * | `rateWindowRounds` | 10 | 1 – 100 | rounds of the rate's max filter (BBR: 10) |
- * | `minLatencyWindowMillis` | 10 s | > 0 | age of the latency minimum that forces a probe (BBR: 10 s) |
- * | `confirmTolerance` | 0.1 | 0 – 1 | a sample within this fraction of the minimum confirms it (keeps it fresh) |
- * | `riseTolerance` | 1 | > upGain − 1, ≤ 100 | a round whose minimum is ≥ (1 + this) × `minLatency` starts the probe |
- * | `probeGain` | 0.5 | 0.05 – 0.95 | the probe drains in-flight to this share (BBRv2: 0.5) |
- * | `probeSamples` | 8 | 1 – 1000 | samples measured at the drained level |
- * | `probeTimeoutMillis` | 10 s | > 0 | a probe without its samples ends after this |
  * | `throttleBeta` | 0.7 | 0.1 – 0.99 | `inflightHi` cut per throttle round (BBRv2: 0.7) |
- * | `referenceBytes` | 1 MiB | ≥ 1 B | the size normalisation until `a / b` is first measured (then learned) |
  * | `probe` | true |  | the probe (PROBE_RTT); false disables it (`withoutProbe`, the ablation): the minimum then never rises |
  * | `pending` | true |  | running uploads raise the minimum (`Inflight.medianUpload`, above); false: only completed requests do |
  * <!-- end config table -->
@@ -112,35 +139,13 @@ export const DeliveryRateConfig = Schema.Struct({
   initial: Field.int(8, 1).pipe(Field.doc("starting concurrency", { range: "floor – ceiling" })),
   floor: Field.int(1, 1).pipe(Field.doc("never below")),
   ceiling: Field.int(256, 1).pipe(Field.doc("never above", { range: "≥ floor" })),
-  startupGain: Field.number(2, { minimum: 1.25, maximum: 4 }).pipe(Field.doc("in-flight growth per round in `startup` (BBR: 2/ln 2 ≈ 2.89 pacing, 2 cwnd)")),
-  fullRateGrowth: Field.number(0.25, { minimum: 0.01, maximum: 1 }).pipe(Field.doc("`startup` ends when the rate grew less than this … (BBR: 25 %)")),
-  fullRateRounds: Field.int(3, 1, 100).pipe(Field.doc("… in this many rounds that used the limit (BBR: 3)")),
-  cruiseGain: Field.number(1.25, { minimum: 0.5, maximum: 4 }).pipe(Field.doc("in-flight in `cruise`, × BDP (BBR cruises at 1 ×)", { range: "0.5 – 4, ≤ `upGain`" })),
-  upGain: Field.number(1.5, { minimum: 1.01, maximum: 4 }).pipe(Field.doc("`probeUp` in-flight gain (BBR: 1.25)")),
-  downGain: Field.number(0.9, { minimum: 0.1, maximum: 0.99 }).pipe(Field.doc("`probeDown` in-flight gain (BBR: 0.75)")),
-  cruiseRounds: Field.int(4, 0, 100).pipe(Field.doc("rounds in `cruise` between probes up (BBR: 6)")),
-  rateWindowRounds: Field.int(10, 1, 100).pipe(Field.doc("rounds of the rate's max filter (BBR: 10)")),
-  minLatencyWindowMillis: Field.positiveMillis("10 seconds").pipe(Field.doc("age of the latency minimum that forces a probe (BBR: 10 s)")),
-  confirmTolerance: Field.number(0.1, { minimum: 0, maximum: 1 }).pipe(Field.doc("a sample within this fraction of the minimum confirms it (keeps it fresh)")),
-  riseTolerance: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }).pipe(Field.doc("a round whose minimum is ≥ (1 + this) × `minLatency` starts the probe", { range: "> upGain − 1, ≤ 100" })),
-  probeGain: Field.number(0.5, { minimum: 0.05, maximum: 0.95 }).pipe(Field.doc("the probe drains in-flight to this share (BBRv2: 0.5)")),
-  probeSamples: Field.int(8, 1, 1000).pipe(Field.doc("samples measured at the drained level")),
-  probeTimeoutMillis: Field.positiveMillis("10 seconds").pipe(Field.doc("a probe without its samples ends after this")),
   throttleBeta: Field.number(0.7, { minimum: 0.1, maximum: 0.99 }).pipe(Field.doc("`inflightHi` cut per throttle round (BBRv2: 0.7)")),
-  referenceBytes: Field.positiveBytes("1 MiB").pipe(Field.doc("the size normalisation until `a / b` is first measured (then learned)")),
   probe: Field.boolean(true).pipe(Field.doc("the probe (PROBE_RTT); false disables it (`withoutProbe`, the ablation): the minimum then never rises")),
   pending: Field.boolean(true).pipe(Field.doc("running uploads raise the minimum (`Inflight.medianUpload`, above); false: only completed requests do"))
 }).check(
   Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]),
   Field.ordered("floor", "initial", (c) => [c.floor, c.initial]),
-  Field.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling]),
-  Field.ordered("cruiseGain", "upGain", (c) => [c.cruiseGain, c.upGain]),
-  // An up-probe's own queue (at most upGain − 1 above the minimum) must not read as a slower store.
-  Schema.makeFilter<{ readonly upGain: number; readonly riseTolerance: number }>((c) =>
-    c.riseTolerance > c.upGain - 1
-      ? undefined
-      : { path: ["riseTolerance"], issue: `riseTolerance (${c.riseTolerance}) must be > upGain − 1 (${c.upGain - 1})` }
-  )
+  Field.ordered("initial", "ceiling", (c) => [c.initial, c.ceiling])
 )
 
 /**
@@ -223,13 +228,13 @@ export interface DeliveryRateState {
   readonly minLatencyAt: number
   /** Highest in-flight a sample began at that confirmed the minimum: no queue of ours up to there. */
   readonly confirmedInflight: number
-  /** Samples in a row ≥ (1 + `riseTolerance`) × the minimum (their minimum and highest in-flight). */
+  /** Samples in a row ≥ (1 + `RISE_TOLERANCE`) × the minimum (their minimum and highest in-flight). */
   readonly risen: RoundStats
   /**
    * `a / b` of `latency ≈ a + b·bytes` (bytes), smoothed: the learned
    * reference's own means move with the queue the gain cycle builds and
    * drains (±2× at the knee), and the slot must not. It starts at the first
-   * measured `a / b` (before that, `referenceBytes`).
+   * measured `a / b` (before that, `REFERENCE_BYTES`).
    */
   readonly sizeRatio: number
   /** `a / b` has been measured (bodiless requests and objects both sampled). */
@@ -291,7 +296,7 @@ const RATIO_WEIGHT = 0.01
 
 /**
  * The next `sizeRatio`. The EWMA starts from the first measured `a / b`, as
- * every mean here starts from its first sample: started from `referenceBytes`
+ * every mean here starts from its first sample: started from `REFERENCE_BYTES`
  * (1 MiB) against a store whose `a / b` is 0.3 MiB, at 1 % per object it took
  * ~100 objects to come within a factor of e, and until then the BDP was up to
  * 2.5× too small (three instances sharing a store sat at 4–6 uploads each,
@@ -330,7 +335,7 @@ export const bdp = (s: DeliveryRateState): number | undefined => {
  * queues above its knee delays every request by the same factor, uploads
  * too, while a host that is only busy moving bodies delays its small requests
  * (manifests, verifies) and not the uploads. It queued when those uploads
- * took ≥ √(1 + `riseTolerance`) × the fastest upload seen (halfway,
+ * took ≥ √(1 + `RISE_TOLERANCE`) × the fastest upload seen (halfway,
  * geometrically, between no rise and the rise that started the probe); a knee
  * is read only then (BBR's knee is where the rate stops growing, and it grows
  * while uploads do not slow). Without such uploads it is assumed, as
@@ -343,7 +348,7 @@ export const bdp = (s: DeliveryRateState): number | undefined => {
 const queuedIn = (s: DeliveryRateState, p: DrainProbe): boolean => {
   // The uploads of the load the probe drained: begun above the level it drains to.
   const elevated = Math.min(...s.recentUploads.filter(([, inflight]) => inflight > p.level).map(([latency]) => latency))
-  return !Number.isFinite(elevated) || !Number.isFinite(s.objectMinLatency) || elevated >= Math.sqrt(1 + s.config.riseTolerance) * s.objectMinLatency
+  return !Number.isFinite(elevated) || !Number.isFinite(s.objectMinLatency) || elevated >= Math.sqrt(1 + RISE_TOLERANCE) * s.objectMinLatency
 }
 
 /** Object uploads remembered for `queuedIn`: a round of uploads at the in-flight a probe drains (the default's knees: 8–64), bounded. */
@@ -355,15 +360,15 @@ const wanted = (s: DeliveryRateState): number => {
   const b = bdp(s)
   switch (s.mode) {
     case "startup":
-      return Math.max(s.startupLimit, b === undefined ? 0 : c.startupGain * b)
+      return Math.max(s.startupLimit, b === undefined ? 0 : STARTUP_GAIN * b)
     case "drain":
       return b ?? s.startupLimit
     case "cruise":
-      return (b ?? s.startupLimit) * c.cruiseGain
+      return (b ?? s.startupLimit) * CRUISE_GAIN
     case "probeUp":
       return Math.min(s.upTarget, s.inflightHi + s.upStep)
     case "probeDown":
-      return (b ?? s.startupLimit) * c.downGain
+      return (b ?? s.startupLimit) * DOWN_GAIN
     case "probing":
       return s.probe?.level ?? c.floor
   }
@@ -388,7 +393,7 @@ const toProbeUp = (s: DeliveryRateState): DeliveryRateState => {
   const b = bdp(s) ?? s.proposed
   return {
     ...withMode(s, "probeUp"),
-    upTarget: Math.max(b * s.config.upGain, s.proposed + 1),
+    upTarget: Math.max(b * UP_GAIN, s.proposed + 1),
     // The last round's rate, or the filter's when that round counted none (never 0: everything beats 0).
     upBaseRate: s.lastRound.rate > 0 ? s.lastRound.rate : Delivery.maxOf(s.rates, 0),
     upBaseInflight: s.previousInflight,
@@ -407,10 +412,10 @@ const startupRound = (s: DeliveryRateState, r: RoundStats): DeliveryRateState =>
   const c = s.config
   // A round that did not use the limit measured the source, not the store (BBR skips app-limited rounds).
   if (!r.limited) return s
-  const growing = r.rate >= s.fullRate * (1 + c.fullRateGrowth)
+  const growing = r.rate >= s.fullRate * (1 + FULL_RATE_GROWTH)
   const next = growing ? { ...s, fullRate: r.rate, fullRounds: 0 } : { ...s, fullRounds: s.fullRounds + 1 }
-  if (next.fullRounds >= c.fullRateRounds) return withMode(next, "drain")
-  return { ...next, startupLimit: Math.min(c.ceiling, s.startupLimit * c.startupGain) }
+  if (next.fullRounds >= FULL_RATE_ROUNDS) return withMode(next, "drain")
+  return { ...next, startupLimit: Math.min(c.ceiling, s.startupLimit * STARTUP_GAIN) }
 }
 
 /**
@@ -419,7 +424,7 @@ const startupRound = (s: DeliveryRateState, r: RoundStats): DeliveryRateState =>
  * round k is set against the in-flight of round k − 1: while it grew by at
  * least half as much as that in-flight did, the store is below its knee and
  * in-flight rises again, by a step that doubles every round (BBRv2's
- * PROBE_UP: +1, +2, +4, …) and at least ×`upGain`.
+ * PROBE_UP: +1, +2, +4, …) and at least ×`UP_GAIN`.
  */
 const upRound = (s: DeliveryRateState, r: RoundStats, producedBy: number): DeliveryRateState => {
   if (r.throttled) return withMode(s, "probeDown")
@@ -434,14 +439,14 @@ const upRound = (s: DeliveryRateState, r: RoundStats, producedBy: number): Deliv
 }
 
 const grow = (s: DeliveryRateState, reached: number): number =>
-  Math.min(s.config.ceiling, Math.max(s.upTarget * s.config.upGain, reached + s.upStep * 2))
+  Math.min(s.config.ceiling, Math.max(s.upTarget * UP_GAIN, reached + s.upStep * 2))
 
 const beginProbe = (s: DeliveryRateState, now: number, before: RoundStats): DeliveryRateState => ({
   ...withMode(s, "probing"),
   probes: s.probes + 1,
   probe: {
     epoch: now,
-    level: Math.max(s.config.floor, Math.floor(s.config.probeGain * Math.max(before.inflight, 1))),
+    level: Math.max(s.config.floor, Math.floor(PROBE_GAIN * Math.max(before.inflight, 1))),
     resume: s.mode === "startup" ? "startup" : "cruise",
     before,
     seen: emptyRound(now)
@@ -483,8 +488,8 @@ const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const seen = p.seen
   const before = p.before
   const bounded = (knee: number) => Math.min(s.inflightHi, Math.max(c.floor, knee))
-  if (seen.minLatency < (1 + c.riseTolerance) * s.minLatency) {
-    const elevated = before.minLatency >= (1 + c.riseTolerance) * s.minLatency && queuedIn(s, p)
+  if (seen.minLatency < (1 + RISE_TOLERANCE) * s.minLatency) {
+    const elevated = before.minLatency >= (1 + RISE_TOLERANCE) * s.minLatency && queuedIn(s, p)
     // The drained level was measured unqueued: the knee is not below it. The
     // formula assumes every request slows in proportion to the load above the
     // knee; behind a queue in arrival order (a worker pool, the replay's store
@@ -514,7 +519,7 @@ const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
 const endRound = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const c = s.config
   const r = s.round
-  const rates = r.rate > 0 ? Delivery.pushRound(s.rates, r.rate, c.rateWindowRounds) : s.rates
+  const rates = r.rate > 0 ? Delivery.pushRound(s.rates, r.rate, RATE_WINDOW_ROUNDS) : s.rates
   const caught = s.restoreFloor > 0 && (bdp({ ...s, rates }) ?? 0) >= s.restoreFloor
   const next: DeliveryRateState = {
     ...s,
@@ -546,7 +551,7 @@ const endRound = (s: DeliveryRateState, now: number): DeliveryRateState => {
       // Without its probe the policy never probes up: it cruises at the BDP it measured.
       if (!c.probe) return next
       // A bound left by throttles is probed as soon as two rounds pass without one.
-      return next.phaseRounds >= c.cruiseRounds || (next.inflightHi < Infinity && next.phaseRounds >= 2 && !r.throttled && !s.lastRound.throttled)
+      return next.phaseRounds >= CRUISE_ROUNDS || (next.inflightHi < Infinity && next.phaseRounds >= 2 && !r.throttled && !s.lastRound.throttled)
         ? toProbeUp(next)
         : next
   }
@@ -580,9 +585,9 @@ const observe = (r: RoundStats, sample: SignalBus.UploadSample, value: number): 
 
 /**
  * The latency minimum, sample by sample. It moves down at once (a drop by
- * more than `riseTolerance`: the store got faster, so the rate the filter
+ * more than `RISE_TOLERANCE`: the store got faster, so the rate the filter
  * holds is stale — back to `startup` to find the new one); samples near it
- * keep it fresh. `probeSamples` samples in a row well above it mean the store
+ * keep it fresh. `PROBE_SAMPLES` samples in a row well above it mean the store
  * got slower or we queue: when they began with no more in flight than
  * samples that confirmed the minimum, it cannot be our queue and the new
  * minimum is taken at once (the drain the probe would do is already done);
@@ -607,26 +612,25 @@ const onLatency = (s0: DeliveryRateState, sample: SignalBus.UploadSample, value:
     return { ...fresh, minLatency: value, minLatencyBytes: sample.bytes, minLatencyAt: now, confirmedInflight: sample.inflightAtStart }
   }
   if (value < s.minLatency) {
-    const faster = Number.isFinite(s.minLatency) && value * (1 + c.riseTolerance) <= s.minLatency && s.mode !== "probing"
+    const faster = Number.isFinite(s.minLatency) && value * (1 + RISE_TOLERANCE) <= s.minLatency && s.mode !== "probing"
     const next = { ...fresh, minLatency: value, minLatencyBytes: sample.bytes, minLatencyAt: now, confirmedInflight: sample.inflightAtStart }
     return faster ? { ...withMode(next, "startup"), startupLimit: s.proposed, fullRate: 0, fullRounds: 0 } : next
   }
-  if (value <= s.minLatency * (1 + c.confirmTolerance)) {
+  if (value <= s.minLatency * (1 + CONFIRM_TOLERANCE)) {
     return { ...fresh, minLatencyAt: now, confirmedInflight: Math.max(s.confirmedInflight, sample.inflightAtStart) }
   }
-  if (!c.probe || s.mode === "probing" || value < s.minLatency * (1 + c.riseTolerance)) return fresh
+  if (!c.probe || s.mode === "probing" || value < s.minLatency * (1 + RISE_TOLERANCE)) return fresh
   const risen = observe(s.risen, sample, value)
-  if (risen.samples < c.probeSamples) return { ...s, risen }
+  if (risen.samples < PROBE_SAMPLES) return { ...s, risen }
   // Taken at once only when no queue could explain it: in-flight did not grow,
-  // and latency is ≥ (1 + riseTolerance)² × the minimum (an up-probe, or
+  // and latency is ≥ (1 + RISE_TOLERANCE)² × the minimum (an up-probe, or
   // another instance's, queues far less). Otherwise the probe drains to tell.
-  const far = risen.minLatency >= s.minLatency * (1 + c.riseTolerance) ** 2
+  const far = risen.minLatency >= s.minLatency * (1 + RISE_TOLERANCE) ** 2
   if (risen.inflight > s.confirmedInflight || !far) return beginProbe(fresh, now, risen)
   return { ...fresh, minLatency: risen.minLatency, minLatencyBytes: risen.minBytes, minLatencyAt: now, confirmedInflight: risen.inflight, inflightHi: hiAfterSlowdown(s) }
 }
 
 const onSample = (s0: DeliveryRateState, sample: SignalBus.UploadSample, now: number): DeliveryRateState => {
-  const c = s0.config
   let s = learn(s0, sample)
   // A zero latency (an in-memory sink on a virtual clock) would make every ratio 0/0.
   const value = Math.max(MIN_MILLIS, Latency.normalised(sample, s.reference.bytes))
@@ -642,7 +646,7 @@ const onSample = (s0: DeliveryRateState, sample: SignalBus.UploadSample, now: nu
   const p = s.probe
   if (measures && p !== undefined && sample.startedAt >= p.epoch && sample.inflightAtStart <= p.level) {
     const seen = observe(p.seen, sample, value)
-    s = seen.samples >= c.probeSamples ? endProbe({ ...s, probe: { ...p, seen } }, now) : { ...s, probe: { ...p, seen } }
+    s = seen.samples >= PROBE_SAMPLES ? endProbe({ ...s, probe: { ...p, seen } }, now) : { ...s, probe: { ...p, seen } }
   }
   if (!object) return { ...s, bodilessSinceObject: s.bodilessSinceObject + 1 }
   s = {
@@ -720,8 +724,8 @@ const CLEAR_SAMPLES = 3
 /**
  * A store that got slower, seen before its first slow upload completes: half
  * the object uploads running have run, size-normalised, ≥ (1 +
- * `riseTolerance`)² × the minimum (the bar a risen minimum is taken at without
- * the probe), and ≥ (1 + `riseTolerance`) × the in-flight they began at ÷ the
+ * `RISE_TOLERANCE`)² × the minimum (the bar a risen minimum is taken at without
+ * the probe), and ≥ (1 + `RISE_TOLERANCE`) × the in-flight they began at ÷ the
  * in-flight that confirmed the minimum (the most a queue of ours could add).
  * The median's age is a lower bound on the store's new latency and becomes the
  * minimum: the BDP grows with it, as it would once those uploads completed,
@@ -734,7 +738,7 @@ const onPending = (s: DeliveryRateState, median: SignalBus.RunningUpload, now: n
   // Our own queue raises latency at most in proportion to the in-flight
   // beyond what was confirmed unqueued.
   const grown = median.inflightAtStart / Math.max(1, s.confirmedInflight)
-  if (value < s.minLatency * (1 + c.riseTolerance) * Math.max(1 + c.riseTolerance, grown)) return s
+  if (value < s.minLatency * (1 + RISE_TOLERANCE) * Math.max(1 + RISE_TOLERANCE, grown)) return s
   // The gain cycle's up and down phases aim at in-flight fixed when they began: cruise sizes from the new BDP at once.
   const mode = s.mode === "probeUp" || s.mode === "probeDown" ? "cruise" : s.mode
   return { ...withMode(s, mode), minLatency: value, minLatencyBytes: median.bytes, minLatencyAt: now, confirmedInflight: median.inflightAtStart, risen: emptyRound(now), pendingRaised: true, inflightHi: hiAfterSlowdown(s) }
@@ -743,9 +747,9 @@ const onPending = (s: DeliveryRateState, median: SignalBus.RunningUpload, now: n
 /** The probe is due: the minimum went stale while uploads ran, or the probe ran out of time. */
 const onTime = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const c = s.config
-  if (s.probe !== undefined) return now - s.probe.epoch >= c.probeTimeoutMillis ? endProbe(s, now) : s
-  const stale = Number.isFinite(s.minLatency) && now - s.minLatencyAt >= c.minLatencyWindowMillis
-  const active = s.lastRound.samples > 0 && now - s.lastRound.start < c.minLatencyWindowMillis
+  if (s.probe !== undefined) return now - s.probe.epoch >= PROBE_TIMEOUT_MILLIS ? endProbe(s, now) : s
+  const stale = Number.isFinite(s.minLatency) && now - s.minLatencyAt >= MIN_LATENCY_WINDOW_MILLIS
+  const active = s.lastRound.samples > 0 && now - s.lastRound.start < MIN_LATENCY_WINDOW_MILLIS
   return c.probe && stale && active ? beginProbe(s, now, s.lastRound) : s
 }
 
@@ -763,7 +767,7 @@ const onTime = (s: DeliveryRateState, now: number): DeliveryRateState => {
  * **Details**
  *
  * Floor `floor`, ceiling `ceiling`; probe: a `PinnedProbe` (PROBE_RTT, pinned
- * at `probeGain` × in-flight ≥ `floor` for `probeSamples` samples and one
+ * at `PROBE_GAIN` × in-flight ≥ `floor` for `PROBE_SAMPLES` samples and one
  * upload round; `probe: false` disables it). Reads object-upload samples for
  * the rate and every sample for the latency minimum; `Throttled` failures of
  * any stage bound in-flight.
@@ -789,7 +793,7 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState, Config
   bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling } }),
   probe: (c) =>
     c.probe
-      ? { _tag: "PinnedProbe", level: c.floor, samples: c.probeSamples, jitter: 0, forcedAfterWindowsAtFloor: 1 }
+      ? { _tag: "PinnedProbe", level: c.floor, samples: PROBE_SAMPLES, jitter: 0, forcedAfterWindowsAtFloor: 1 }
       : { _tag: "NoProbe", reason: "probe disabled by config (probe = false): the latency minimum never rises" },
   withoutProbe: (c) => ({ ...c, probe: false }),
   init: (config) => ({
@@ -802,13 +806,13 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState, Config
     lastRound: emptyRound(-Infinity),
     rounds: 0,
     phaseRounds: 0,
-    reference: Latency.initReference(config.referenceBytes),
+    reference: Latency.initReference(REFERENCE_BYTES),
     minLatency: Infinity,
     minLatencyBytes: 0,
     minLatencyAt: -Infinity,
     confirmedInflight: 0,
     risen: emptyRound(-Infinity),
-    sizeRatio: config.referenceBytes,
+    sizeRatio: REFERENCE_BYTES,
     ratioMeasured: false,
     objectBytes: 0,
     bodilessPerObject: 2,

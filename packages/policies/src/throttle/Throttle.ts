@@ -13,13 +13,13 @@
  *   episode's first cut may be gentler (`firstBeta`) and leave the rate
  *   (`rateOnFirstCut: false`), for use beside a controller that cuts and
  *   restores in-flight on throttles itself (not the default: see the README).
- * - On success: concurrency +`step` per round (`step / limit` per sample); the rate climbs its cubic.
+ * - On success: concurrency +`STEP` per round (`step / limit` per sample); the rate climbs its cubic.
  * - **Restore probe** (BBR): after `restoreAfterMillis` without a throttle, the
  *   concurrency limit is restored to the value in force before the episode and
- *   withdrawn, and the rate limit is released (also after `rateReleaseAfterMillis`
+ *   withdrawn, and the rate limit is released (also after `RATE_RELEASE_AFTER_MILLIS`
  *   once back at its pre-throttle maximum, whichever comes first) — when the
  *   cut limit costs something: the pipeline's batches filled the concurrency
- *   in force at least `restoreBusyShare` of that time (the `Inflight` and
+ *   in force at least `RESTORE_BUSY_SHARE` of that time (the `Inflight` and
  *   `Tick` signals). A limit the pipeline seldom fills is not worth the
  *   throttles a probe above it costs (RFC 7661: a window that is not used is
  *   not grown); the time is measured again, window by window, until it is.
@@ -39,6 +39,35 @@ import * as CubicRate from "./CubicRate.ts"
 
 type Proposal = Knob.Proposal
 
+/*
+ * The throttle policy's constants (issue 26: 12 fields of its config became
+ * these, their defaults unchanged).
+ */
+/** Concurrency regained per round (`STEP / limit` per success): TCP's additive increase of one per round trip. */
+const STEP = 1
+/** The CUBIC rate's cut, scale, send-rate smoothing and least rate (requests/s): the AWS SDK's adaptive retry (`DefaultRateLimiter`: 0.7, 0.4, 0.8, 0.5). */
+const RATE_BETA = 0.7
+const RATE_SCALE = 0.4
+const RATE_SMOOTH = 0.8
+const MIN_RATE = 0.5
+/** Quiet time before the rate limit is released. SWEEP:RATE_RELEASE_AFTER_MILLIS */
+const RATE_RELEASE_AFTER_MILLIS = 30_000
+/** First retry delay of a transient failure and of a throttle: the AWS SDK's `DEFAULT_RETRY_DELAY_BASE` and `THROTTLING_RETRY_DELAY_BASE`. */
+const RETRY_BASE_MILLIS = 100
+const THROTTLE_RETRY_BASE_MILLIS = 500
+/** Successes in a row from above the episode's throttle level that restore early (the storm has cleared). SWEEP:CLEAR_SAMPLES */
+const CLEAR_SAMPLES = 3
+/** Successes at the level just below the episode's throttle level before growing above it again. SWEEP:PROBE_ABOVE_AFTER */
+const PROBE_ABOVE_AFTER = 72
+/**
+ * The timed restore waits until, over `restoreAfterMillis`, batches filled the
+ * concurrency in force at least this share of the time (no `Inflight`
+ * signals: it restores regardless). SWEEP:RESTORE_BUSY_SHARE
+ */
+const RESTORE_BUSY_SHARE = 0.25
+/** Seed of the retry jitter when the pipeline gives no batch key (any fixed value: runs repeat). */
+const SEED = 7
+
 /**
  * The throttle policy's config. Defaults and ranges:
  *
@@ -50,23 +79,11 @@ type Proposal = Knob.Proposal
  * | `beta` | 0.5 | 0.1 – 0.95 | concurrency cut per throttle round |
  * | `firstBeta` | 0.5 | 0.1 – 0.95 | concurrency cut of an episode's first round (setting `beta` alone leaves it at 0.5) |
  * | `rateOnFirstCut` | true |  | an episode's first cut also cuts the rate; false: only a round throttled under the cut limit does |
- * | `step` | 1 | (0, 100] | concurrency regained per round (`step / limit` per success) |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | quiet time before restoring the pre-throttle limit |
- * | `rateBeta` | 0.7 | 0.1 – 0.95 | rate cut (AWS: 0.7) |
- * | `rateScale` | 0.4 | (0, 100] | CUBIC scale constant (AWS: 0.4) |
- * | `rateSmooth` | 0.8 | 0 – 1 | send-rate EWMA weight (AWS: 0.8) |
- * | `minRate` | 0.5 | (0, 1000000] | requests/s never cut below (AWS: 0.5) |
- * | `rateReleaseAfterMillis` | 30 s | ≥ 0 | quiet time before the rate limit is released |
- * | `retryBaseMillis` | 100 ms | ≥ 0 | first retry delay of a transient failure |
- * | `throttleRetryBaseMillis` | 500 ms | ≥ 0 | first retry delay of a throttle |
- * | `retryMaxMillis` | 20 s | ≥ 0 | longest backoff (Retry-After may be longer) |
+ * | `retryMaxMillis` | 20 s | ≥ 0 | longest backoff (Retry-After may be longer; the AWS SDK's `MAXIMUM_RETRY_DELAY`) |
  * | `maxAttempts` | 100 | ≥ 1 | give up after this many attempts of one batch (the core's default budget) |
  * | `maxElapsedMillis` | 15 min | > 0 | give up once one batch has been failing this long (the core's default budget) |
- * | `clearSamples` | 3 | ≥ 1 | successes in a row from above the episode's throttle level that restore early (the storm has cleared) |
- * | `probeAboveAfter` | 72 | ≥ 1 | successes at the level just below the episode's throttle level before growing above it again |
- * | `restoreBusyShare` | 0.25 | 0 – 1 | the timed restore waits until, over `restoreAfterMillis`, batches filled the concurrency in force at least this share of the time (0: restore regardless; no `Inflight` signals: regardless) |
- * | `restore` | true |  | the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+step` per round above the throttled level and the rate limit is never released |
- * | `seed` | 7 | 0 – 2³² − 1 | seed of the retry jitter when the pipeline gives no batch key |
+ * | `restore` | true |  | the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+STEP` per round above the throttled level and the rate limit is never released |
  * <!-- end config table -->
  *
  * @since 0.1.0
@@ -77,23 +94,11 @@ export const ThrottleConfig = Schema.Struct({
   beta: Field.number(0.5, { minimum: 0.1, maximum: 0.95 }).pipe(Field.doc("concurrency cut per throttle round")),
   firstBeta: Field.number(0.5, { minimum: 0.1, maximum: 0.95 }).pipe(Field.doc("concurrency cut of an episode's first round (setting `beta` alone leaves it at 0.5)")),
   rateOnFirstCut: Field.boolean(true).pipe(Field.doc("an episode's first cut also cuts the rate; false: only a round throttled under the cut limit does")),
-  step: Field.number(1, { minimum: 0, maximum: 100, exclusiveMinimum: true }).pipe(Field.doc("concurrency regained per round (`step / limit` per success)")),
   restoreAfterMillis: Field.millis("10 seconds").pipe(Field.doc("quiet time before restoring the pre-throttle limit")),
-  rateBeta: Field.number(0.7, { minimum: 0.1, maximum: 0.95 }).pipe(Field.doc("rate cut (AWS: 0.7)")),
-  rateScale: Field.number(0.4, { minimum: 0, maximum: 100, exclusiveMinimum: true }).pipe(Field.doc("CUBIC scale constant (AWS: 0.4)")),
-  rateSmooth: Field.number(0.8, { minimum: 0, maximum: 1 }).pipe(Field.doc("send-rate EWMA weight (AWS: 0.8)")),
-  minRate: Field.number(0.5, { minimum: 0, maximum: 1e6, exclusiveMinimum: true }).pipe(Field.doc("requests/s never cut below (AWS: 0.5)")),
-  rateReleaseAfterMillis: Field.millis("30 seconds").pipe(Field.doc("quiet time before the rate limit is released")),
-  retryBaseMillis: Field.millis(100).pipe(Field.doc("first retry delay of a transient failure")),
-  throttleRetryBaseMillis: Field.millis(500).pipe(Field.doc("first retry delay of a throttle")),
-  retryMaxMillis: Field.millis("20 seconds").pipe(Field.doc("longest backoff (Retry-After may be longer)")),
+  retryMaxMillis: Field.millis("20 seconds").pipe(Field.doc("longest backoff (Retry-After may be longer; the AWS SDK's `MAXIMUM_RETRY_DELAY`)")),
   maxAttempts: Field.int(RetryPolicy.defaultBudget.maxAttempts, 1).pipe(Field.doc("give up after this many attempts of one batch (the core's default budget)")),
   maxElapsedMillis: Field.positiveMillis(RetryPolicy.defaultBudget.maxElapsedMillis).pipe(Field.doc("give up once one batch has been failing this long (the core's default budget)")),
-  clearSamples: Field.int(3, 1).pipe(Field.doc("successes in a row from above the episode's throttle level that restore early (the storm has cleared)")),
-  probeAboveAfter: Field.int(72, 1).pipe(Field.doc("successes at the level just below the episode's throttle level before growing above it again")),
-  restoreBusyShare: Field.number(0.25, { minimum: 0, maximum: 1 }).pipe(Field.doc("the timed restore waits until, over `restoreAfterMillis`, batches filled the concurrency in force at least this share of the time (0: restore regardless; no `Inflight` signals: regardless)")),
-  restore: Field.boolean(true).pipe(Field.doc("the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+step` per round above the throttled level and the rate limit is never released")),
-  seed: Field.int(7, 0, 0xffffffff).pipe(Field.doc("seed of the retry jitter when the pipeline gives no batch key"))
+  restore: Field.boolean(true).pipe(Field.doc("the restore probe (timed, storm-cleared, and the rate release); false disables it (`withoutProbe`, the ablation): concurrency then only regrows `+STEP` per round above the throttled level and the rate limit is never released"))
 }).check(Field.ordered("floor", "ceiling", (c) => [c.floor, c.ceiling]))
 
 /**
@@ -154,12 +159,12 @@ export interface BusyWindow {
 const emptyWindow = (since: number): BusyWindow => ({ since, observed: 0, full: 0 })
 
 const rateConfig = (c: ThrottleConfig): CubicRate.CubicRateConfig => ({
-  beta: c.rateBeta,
-  scale: c.rateScale,
-  smooth: c.rateSmooth,
-  minRate: c.minRate,
+  beta: RATE_BETA,
+  scale: RATE_SCALE,
+  smooth: RATE_SMOOTH,
+  minRate: MIN_RATE,
   // The rate release is part of the restore probe.
-  releaseAfterMillis: c.restore ? c.rateReleaseAfterMillis : Infinity
+  releaseAfterMillis: c.restore ? RATE_RELEASE_AFTER_MILLIS : Infinity
 })
 
 const proposalOf = (s: ThrottleState): Proposal => ({
@@ -215,7 +220,7 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
     // it held the ~55 uploads needed to 8–26 requests/s for ~10 s.)
     // A throttle after a quiet `restoreAfterMillis` is a first round too: the
     // restore that window would have brought was only withheld because the
-    // cut limit cost nothing (`restoreBusyShare`), and the throttle is the
+    // cut limit cost nothing (`RESTORE_BUSY_SHARE`), and the throttle is the
     // plateau's probe crossing the known level, not a sign that concurrency
     // is not enough (seed 11 of throttle-storm: cut to 1.5 requests/s for 10 s).
     rate: CubicRate.update(rateConfig(c), s.rate, now, c.rateOnFirstCut || (s.mode !== "open" && !quietBefore(s, now)))
@@ -227,7 +232,7 @@ const quietBefore = (s: ThrottleState, now: number): boolean =>
   s.config.restore && now - s.lastThrottleAt >= s.config.restoreAfterMillis
 
 /**
- * The storm has cleared: `clearSamples` requests in a row, started after the
+ * The storm has cleared: `CLEAR_SAMPLES` requests in a row, started after the
  * last throttle with more in flight than the lowest level that was throttled
  * this episode, succeeded. Growth inside the region that was never throttled
  * is no evidence; clean requests above the level that was are.
@@ -243,9 +248,9 @@ const onSuccess = (s: ThrottleState, startedAt: number, now: number, inflightAtS
   if (s.mode === "open" || startedAt < s.lastCutAt) return { ...s, rate }
   // Regrowth toward the level known to throttle (CUBIC's W_max): the level
   // just below the lowest throttled in-flight count is known to be clean, so it
-  // is regained at once (+`step` per success: ×2 per round); there the limit
-  // plateaus for `probeAboveAfter` successes before probing above it again
-  // (+`step` per round), so probing the known-bad level costs at most a
+  // is regained at once (+`STEP` per success: ×2 per round); there the limit
+  // plateaus for `PROBE_ABOVE_AFTER` successes before probing above it again
+  // (+`STEP` per round), so probing the known-bad level costs at most a
   // throttle or two per plateau instead of one per round.
   const known = Math.max(c.floor, s.throttledAt - 1)
   const below = s.limit < known
@@ -253,9 +258,9 @@ const onSuccess = (s: ThrottleState, startedAt: number, now: number, inflightAtS
   const limit = Math.min(
     c.ceiling,
     below
-      ? Math.min(known, s.limit + c.step)
-      : plateau >= c.probeAboveAfter && filled(s)
-      ? s.limit + c.step / Math.max(1, s.limit)
+      ? Math.min(known, s.limit + STEP)
+      : plateau >= PROBE_ABOVE_AFTER && filled(s)
+      ? s.limit + STEP / Math.max(1, s.limit)
       : s.limit
   )
   const next = clearedAbove({ ...s, plateau }, startedAt, inflightAtStart)
@@ -268,13 +273,13 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
   if (!s.config.restore) return s
   // Restore after `restoreAfterMillis` without a throttle, or as soon as the
   // storm has cleared (see `clearedAbove`).
-  const cleared = s.mode !== "open" && s.clear >= s.config.clearSamples
+  const cleared = s.mode !== "open" && s.clear >= CLEAR_SAMPLES
   if (!cleared && now - s.lastThrottleAt < s.config.restoreAfterMillis) return s
   // BBR-style restore of both knobs: a rate cut during an episode that ended
   // must not keep the pipeline slow (a cubic from a tiny measured rate takes
   // far longer than the episode did).
   // The measured send rate is kept: the next episode cuts from it (a reset
-  // measurement made the next throttle cut the rate to `minRate`).
+  // measurement made the next throttle cut the rate to `MIN_RATE`).
   const rate = CubicRate.rate(s.rate) === null ? s.rate : { ...s.rate, enabled: false }
   if (!cleared && s.mode !== "open" && !worthProbing(s, now)) {
     // The concurrency cut cost nothing over a full window: it stays (a probe
@@ -293,14 +298,14 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
  * throttles only when the cut limit costs something. Over a whole window
  * (`restoreAfterMillis`, begun at the cut: `restore` has already waited that
  * long since the last throttle), batches filled the concurrency in force at
- * least `restoreBusyShare` of the time (no observations: no evidence, probe).
+ * least `RESTORE_BUSY_SHARE` of the time (no observations: no evidence, probe).
  */
 const worthProbing = (s: ThrottleState, now: number): boolean =>
   now - s.busy.since >= s.config.restoreAfterMillis && filled(s)
 
-/** Batches have filled the concurrency in force at least `restoreBusyShare` of the window so far (no observations: yes). */
+/** Batches have filled the concurrency in force at least `RESTORE_BUSY_SHARE` of the window so far (no observations: yes). */
 const filled = (s: ThrottleState): boolean =>
-  s.busy.observed === 0 || s.busy.full >= s.config.restoreBusyShare * s.busy.observed
+  s.busy.observed === 0 || s.busy.full >= RESTORE_BUSY_SHARE * s.busy.observed
 
 const observeInflight = (s: ThrottleState, batches: number): ThrottleState =>
   s.mode === "open"
@@ -319,7 +324,7 @@ const observeInflight = (s: ThrottleState, batches: number): ThrottleState =>
  *
  * Floor `floor`; ceiling `ceiling`; probe `RestoreProbe` after
  * `restoreAfterMillis` without a throttle, once the pipeline's batches fill the
- * cut limit `restoreBusyShare` of a window (at the floor they do; `restore:
+ * cut limit `RESTORE_BUSY_SHARE` of a window (at the floor they do; `restore:
  * false` disables it).
  *
  * **Example**
@@ -339,7 +344,7 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<t
   name: "throttle",
   mode: (s) => s.mode,
   config: ThrottleConfig,
-  bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling }, rate: { floor: c.minRate, ceiling: Infinity } }),
+  bounds: (c) => ({ concurrency: { floor: c.floor, ceiling: c.ceiling }, rate: { floor: MIN_RATE, ceiling: Infinity } }),
   probe: (c) =>
     c.restore
       ? { _tag: "RestoreProbe", afterMillis: c.restoreAfterMillis }
@@ -384,13 +389,13 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<t
  * **Details**
  *
  * - `Fatal`: never retried (`undefined`).
- * - `Throttled`: exponential from `throttleRetryBaseMillis`; `Transient`: from
- *   `retryBaseMillis`; both capped at `retryMaxMillis`, with deterministic
+ * - `Throttled`: exponential from `THROTTLE_RETRY_BASE_MILLIS`; `Transient`: from
+ *   `RETRY_BASE_MILLIS`; both capped at `retryMaxMillis`, with deterministic
  *   "equal jitter" — half the backoff fixed, half drawn from the **batch key**
  *   and the attempt (`RetryPolicy.jitter`), so batches throttled on the same
  *   attempt do not retry at the same instant — and never shorter than
  *   Retry-After. Without a context from the pipeline the draw comes from
- *   `seed`, the code and the attempt.
+ *   `SEED`, the code and the attempt.
  * - A stated **budget**, the shape of the core's (`RetryPolicy.bounded`):
  *   `maxAttempts` attempts of one batch, `maxElapsedMillis` since its first
  *   failure, or 3 consecutive "unreachable" codes (connection refused, DNS);
@@ -414,10 +419,10 @@ export const retryPolicy = (c: ThrottleConfig): RetryPolicy.RetryPolicy =>
     {
       delayMillis: (failure: Failure.ClassifiedFailure, attempt: number, context?: RetryPolicy.RetryContext) => {
         if (failure.failureClass === "Fatal") return undefined
-        const base = failure.failureClass === "Throttled" ? c.throttleRetryBaseMillis : c.retryBaseMillis
+        const base = failure.failureClass === "Throttled" ? THROTTLE_RETRY_BASE_MILLIS : RETRY_BASE_MILLIS
         const backoff = Math.min(c.retryMaxMillis, base * 2 ** Math.max(0, attempt - 1))
         const u = context === undefined
-          ? Rng.next((c.seed ^ hash(failure.code) ^ Math.imul(attempt, 0x9e3779b1)) >>> 0)[0]
+          ? Rng.next((SEED ^ hash(failure.code) ^ Math.imul(attempt, 0x9e3779b1)) >>> 0)[0]
           : RetryPolicy.jitter(context.key, attempt)
         return Math.max(Math.round(backoff / 2 + (backoff / 2) * u), failure.retryAfterMillis ?? 0)
       }
