@@ -28,6 +28,7 @@ interface Run {
   readonly maxLagSeconds: number
   readonly throttleRate: number
   readonly lostRecords: number
+  readonly undetectedLostRecords: number
   readonly committedNotVerified: number
 }
 
@@ -53,7 +54,7 @@ const base = Family.distribution("default", family.filter((r) => r.variant === "
 const lines = [
   `Family: ${base.scenarios} scenarios (${base.judged} judged); shipped: ${reference.size} scenarios. Cost = the default's figure − the variant's (positive: the rule buys it).`,
   "",
-  "| variant | switches off | worst phase ≥ 0.8 | p10 | median | max lag p90 (s) | cost p10 | cost median | shipped: largest loss | lost / unverified | verdict |",
+  "| variant | switches off | worst phase ≥ 0.8 | p10 | median | max lag p90 (s) | cost p10 | cost median | shipped: largest loss | lost undetected / unverified | verdict |",
   "|---|---|---|---|---|---|---|---|---|---|---|"
 ]
 for (const a of ablations) {
@@ -66,7 +67,7 @@ for (const a of ablations) {
   const costMedian = cost(base.worstPhaseMedian, d.worstPhaseMedian)
   const losses = shipped.map((r) => [r.scenario, (reference.get(r.scenario) ?? figure(r)) - figure(r)] as const).sort((x, y) => y[1] - x[1])
   const worstLoss = losses[0]
-  const unsafe = [...runs, ...shipped].filter((r) => r.lostRecords > 0 || r.committedNotVerified > 0).length
+  const unsafe = [...runs, ...shipped].filter((r) => r.undetectedLostRecords > 0 || r.committedNotVerified > 0).length
   const verdict = a.name === "default"
     ? "reference"
     : (costP10 ?? 0) < KEEP_P10_MEDIAN && (costMedian ?? 0) < KEEP_P10_MEDIAN && (worstLoss?.[1] ?? 0) <= KEEP_MATRIX
