@@ -3,7 +3,7 @@
  * the fault proxy cuts upload concurrency and sets a client-side request rate,
  * retries of a throttled object are spaced out (never re-sent at the rate that was
  * throttled), and nothing is committed before it is verified. After the storm,
- * the cut is restored only when the pipeline's batches fill it (`restoreBusyShare`):
+ * the cut is restored only when the pipeline's batches fill it (`RESTORE_BUSY_SHARE`):
  * a trickle that never does keeps the cut, a steady flow gets the old limit back.
  */
 import { Fixed, Memory, Pipeline } from "@sluice/core"
@@ -98,7 +98,7 @@ describe("policy reaction to real throttles", () => {
     return { ...run, source, partitions, records, lastThrottle: Math.max(...throttledAt), throttles: throttledAt.length }
   }
 
-  it("after a storm, a cut the pipeline never fills is kept past restoreAfterMillis; one it fills is restored (restoreBusyShare)", async () => {
+  it("after a storm, a cut the pipeline never fills is kept past restoreAfterMillis; one it fills is restored (RESTORE_BUSY_SHARE)", async () => {
     const trickle = await stormThen(1, 800, 8)
     const flow = await stormThen(4, 20, 250)
     for (const run of [trickle, flow]) {

@@ -213,7 +213,7 @@ describe("Throttle", () => {
     expect(state.limit).toBe(32)
   })
 
-  describe("restores only a cut that costs something (restoreBusyShare)", () => {
+  describe("restores only a cut that costs something (RESTORE_BUSY_SHARE)", () => {
     // One throttle at 100 ms (a request begun at 16 in flight): the episode every case starts from.
     const cutAt100 = (c: Throttle.ThrottleConfig) =>
       Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 16 }), 100]]).state
@@ -383,7 +383,7 @@ describe("Throttle regrowth toward the throttled level", () => {
 // concurrency of 32. A throttle storm (503 above 1 in flight) leaves 2 as the
 // lowest throttled level; after it the store takes a second per 8 MiB. Without
 // its restore probe the limit regrows to just below that level, plateaus
-// there for `probeAboveAfter` successes and then climbs a step per (1 s)
+// there for `PROBE_ABOVE_AFTER` successes and then climbs a step per (1 s)
 // round. Measured (seeds 1–3): probed back to 0.8 × 32 in 6.1–8.9 s and to
 // 90 % of the oracle in 7.7–10.3 s; ablated still at 11 at the end (60 s after
 // the storm), 5–6 % of the oracle.
