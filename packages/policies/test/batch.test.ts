@@ -4,7 +4,7 @@ import { AdaptiveBatch } from "@sluice/policies"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as Ablation from "./ablation.ts"
-import { inflight, sample } from "./helpers.ts"
+import { failure, inflight, sample } from "./helpers.ts"
 
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(AdaptiveBatch.AdaptiveBatchConfig)(input)
 const MiB = 1024 * 1024
@@ -23,6 +23,13 @@ interface Drive {
   readonly extraMillis?: number
   readonly from?: AdaptiveBatch.AdaptiveBatchState
   readonly start?: number
+  /** The concurrency limit (a `Tick` each step) and the uploads in flight at each `Inflight`; no `Tick` when undefined. */
+  readonly limit?: number
+  readonly uploading?: number
+  /** A request-rate limit in force (the `Tick`'s `rate`). */
+  readonly rate?: number
+  /** A throttle every this many steps. */
+  readonly throttleEvery?: number
 }
 
 /** Drives the core with a store whose latency is `a + b·bytes` for batches of the current target. */
@@ -37,8 +44,14 @@ const drive = (c: AdaptiveBatch.AdaptiveBatchConfig, a: number, bPerMiB: number,
     const signals: Array<SignalBus.Signal> = [
       sample(t, a + (bPerMiB * bytes) / MiB, { bytes }),
       ...(extra === undefined ? [] : [sample(t, extra, { stage: "manifest_upload", bytes: 0 }), sample(t, extra, { stage: "verify", bytes: 0 })]),
-      held(t + 1, options.fill ?? 0.1, options.openFill ?? 0.05)
-    ]
+      held(t + 1, options.fill ?? 0.1, options.openFill ?? 0.05),
+      ...(options.limit === undefined ? [] : [{
+        _tag: "Tick" as const,
+        at: t + 1,
+        knobs: { concurrency: options.limit, batchTarget: { records: 1_000_000, bytes: target, maxAgeMillis: 5_000 }, readGate: "open" as const, rate: options.rate ?? null }
+      }]),
+      ...(options.throttleEvery !== undefined && i % options.throttleEvery === 0 ? [failure(t + 1, "Throttled", { startedAt: t - 50 })] : [])
+    ].map((signal) => (signal._tag === "Inflight" && options.uploading !== undefined ? { ...signal, batches: options.uploading } : signal))
     for (const signal of signals) {
       const r = AdaptiveBatch.policy.step(s, signal, signal.at)
       s = r.state
@@ -159,6 +172,23 @@ describe("AdaptiveBatch", () => {
     // a = 200 ms, 1 ms per MiB: overhead dominates until 200 MiB; the ceiling is 256 MiB / 16 = 16 MiB.
     const { target } = drive(config(), 200, 1, 60_000)
     expect(target).toBe(16 * MiB)
+  })
+
+  it("grows for overhead only while requests bind (every slot taken, a throttle, a rate limit); with slots free it goes back to where it started", () => {
+    // The same store as above (overhead dominates up to 200 MiB), 4 slots (4 × 16 MiB fit in memory).
+    const free = drive(config(), 200, 1, 60_000, { limit: 4, uploading: 2 })
+    expect(free.target, "slots free: bigger objects would buy nothing").toBe(8 * MiB)
+    const full = drive(config(), 200, 1, 60_000, { limit: 4, uploading: 4 })
+    expect(full.target, "every slot taken").toBe(16 * MiB)
+    expect(drive(config(), 200, 1, 60_000, { limit: 4, uploading: 2, throttleEvery: 20 }).target, "throttled").toBe(16 * MiB)
+    expect(drive(config(), 200, 1, 60_000, { limit: 4, uploading: 2, rate: 50 }).target, "a rate limit in force").toBe(16 * MiB)
+    // Grown while slots were full, then slots free: back to initialBytes, window by window, not below it.
+    const back = drive(config(), 200, 1, 120_000, { from: full.s, start: 60_000, limit: 4, uploading: 2 })
+    expect(back.target).toBe(8 * MiB)
+    expect(back.series.map(([, v]) => v).filter((v) => v < 8 * MiB)).toEqual([])
+    // A target that starts below initialBytes is not grown back up to it by this rule.
+    const small = drive(config({ initialBytes: "4 MiB" }), 200, 1, 60_000, { limit: 4, uploading: 2 })
+    expect(small.target).toBe(4 * MiB)
   })
 
   it("shrinks when transfer dominates so completely that overhead stays < shrinkBelow, down to the floor", () => {

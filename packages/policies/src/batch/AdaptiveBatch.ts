@@ -26,7 +26,15 @@
  *   b·s)`, more with smaller objects, up to the size at which the limit fits
  *   (a store 10× slower needs ~50 uploads of 16 MiB where 1 GiB holds ~50;
  *   growing objects for per-request overhead then lengthened every upload);
- * - **grow** (×`growth`) while overhead > `growAbove · b · target` — bigger
+ * - **go back** toward `initialBytes` (×`1/growth`, not below it) when requests
+ *   did not bind — slots free in most of the window, no throttle, no request-rate
+ *   limit — and the window was not queued: per-request overhead then costs only
+ *   latency, the same bytes already move in parallel, and a bigger object only
+ *   takes longer to fill and to upload (on a store whose per-request bandwidth
+ *   fell to 6 MB/s, objects grown to 41 MiB for a 11 ms overhead took 6.8 s each,
+ *   and an 8 s slow phase committed nothing);
+ * - **grow** (×`growth`), while requests bind or the window was queued, while
+ *   overhead > `growAbove · b · target` — bigger
  *   objects buy throughput per request slot almost for free (also when the fit
  *   is not determined because every batch had the same size: growing creates the
  *   spread the fit needs) — unless the grown target would cross `openShrinkAt`,
@@ -250,6 +258,10 @@ export interface AdaptiveBatchState {
   readonly fullSignals: number
   /** Sum of the uploads in flight over the window's `Inflight` signals (their mean: ÷ `inflightSignals`). */
   readonly batchesSum: number
+  /** `Inflight` signals in the window that found every upload slot taken (uploads in flight ≥ the concurrency limit). */
+  readonly slotSignals: number
+  /** The window saw a throttle, or a request-rate limit in force (`Tick`'s `rate`): requests, not slots, bound the uploads. */
+  readonly requestBound: boolean
   /** Since when the target has sat at the floor (`Infinity`: not at the floor). */
   readonly atFloorSince: number
   readonly proposed: number
@@ -319,6 +331,17 @@ const uploadsAfterGrowth = (s: AdaptiveBatchState): number => {
 }
 
 /**
+ * Requests bound the uploads: every concurrency slot was taken in at least
+ * half of the window's `Inflight` signals, or the store throttled, or a
+ * request-rate limit is in force (or the limit is not known: no `Tick` yet).
+ * Only then does a bigger object buy anything — more bytes per request; with
+ * slots free and requests unthrottled, the same bytes already move in
+ * parallel and a bigger object only takes longer to fill and to upload.
+ */
+const requestsBind = (s: AdaptiveBatchState): boolean =>
+  s.limit === 0 || s.requestBound || (s.inflightSignals > 0 && s.slotSignals * 2 >= s.inflightSignals)
+
+/**
  * `{ a, b }` for the decision. When manifests and verifications were sampled,
  * `a` is their mean latency — a bodiless request measured under the same load
  * as the objects, so queueing inflates `a` and `b` alike and cannot fool the
@@ -343,6 +366,8 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
     boundSignals: 0,
     fullSignals: 0,
     batchesSum: 0,
+    slotSignals: 0,
+    requestBound: false,
     bodilessMins: [...s.bodilessMins.slice(-(QUEUE_WINDOWS - 1)), Infinity]
   }
   // Open batches do not fit in memory: they would be sealed by pressure.
@@ -374,8 +399,14 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   const mayGrow = s.openPeak * c.growth < c.openShrinkAt && !leavesFit
   let target: number
   let mode: BatchMode
-  const growAbove = queued(s) ? c.growQueued : c.growAbove
-  if (fit === undefined || fit.b <= 0 || overheadMillis(s, fit.a) > growAbove * fit.b * s.target) {
+  const isQueued = queued(s)
+  const growAbove = isQueued ? c.growQueued : c.growAbove
+  if (!requestsBind(s) && !isQueued) {
+    // Slots were free: per-request overhead cost nothing but latency, so a
+    // target grown for it goes back toward where it started.
+    target = clamp(Math.max(Math.min(s.target, c.initialBytes), s.target / c.growth))
+    mode = target < s.target ? "shrinking" : "holding"
+  } else if (fit === undefined || fit.b <= 0 || overheadMillis(s, fit.a) > growAbove * fit.b * s.target) {
     target = mayGrow ? clamp(s.target * c.growth) : clamp(s.target)
     mode = target > s.target ? "growing" : "holding"
   } else if (overheadMillis(s, fit.a) < c.shrinkBelow * fit.b * s.target) {
@@ -445,6 +476,8 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
     boundSignals: 0,
     fullSignals: 0,
     batchesSum: 0,
+    slotSignals: 0,
+    requestBound: false,
     atFloorSince: Infinity,
     proposed: config.initialBytes
   }),
@@ -483,10 +516,13 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
         inflightSignals: s.inflightSignals + 1,
         boundSignals: s.boundSignals + (bound ? 1 : 0),
         fullSignals: s.fullSignals + (fill >= s.config.memoryBoundAt ? 1 : 0),
-        batchesSum: s.batchesSum + signal.batches
+        batchesSum: s.batchesSum + signal.batches,
+        slotSignals: s.slotSignals + (s.limit > 0 && signal.batches >= s.limit ? 1 : 0)
       }
+    } else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") {
+      next = { ...s, requestBound: true }
     } else if (signal._tag === "Tick") {
-      next = { ...s, limit: signal.knobs.concurrency }
+      next = { ...s, limit: signal.knobs.concurrency, requestBound: s.requestBound || signal.knobs.rate !== null }
     }
     if (next.windowStart === -Infinity) next = { ...next, windowStart: now }
     else if (now - next.windowStart >= Math.max(1, next.config.windowMillis)) next = decide(next, now)
