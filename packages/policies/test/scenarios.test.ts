@@ -33,7 +33,7 @@ const intended = (_name: string): string => "default"
 /** Seeds never used to tune a constant. */
 export const HELD_OUT_SEEDS = [1001, 1002, 1003, 1004, 1005] as const
 
-/** Bounds the default composition does not meet yet, by `scenario@seed` (see README, "Targets"). */
+/** Bounds the default composition does not meet yet, by `scenario@seed` (see the policies README, "Shipped scenarios"). */
 const KNOWN_GAPS: Readonly<Record<string, ReadonlyArray<Summary.BoundFailure["metric"]>>> = {
   // Since the oracle became an upper bound (best object size and in-flight per
   // phase instead of the configured batch), these scenarios' goodput bounds,
