@@ -85,7 +85,7 @@ describe("policy config is typed by its schema's encoded form", () => {
           Aimd.layer({ initial: 4, probe: { intervalMillis: "2m", timeoutMillis: "500ms" } }),
           Throttle.layer({ restoreAfterMillis: "30s", retryMaxMillis: "500ms" }),
           SharedPressure.layer({ maxPauseMillis: "2s" }),
-          AdaptiveBatch.layer({ windowMillis: "500ms", maxObjectBytes: "32 MiB" })
+          AdaptiveBatch.layer({ restoreAfterMillis: "500ms", maxObjectBytes: "32 MiB" })
         )
       )
       expect(Exit.isSuccess(exit) && exit.value.concurrency).toBe(4)
@@ -102,7 +102,7 @@ describe("policy config numbers are finite", () => {
       [schemas.aimd, "ceiling"],
       [schemas.aimd, "beta"],
       [schemas.aimd, "referenceBytes"],
-      [schemas.batch, "growth"],
+      [schemas.batch, "memoryShare"],
       [schemas.batch, "maxAgeMillis"],
       [schemas.batch, "budgetBytes"],
       [schemas.deliveryrate, "throttleBeta"],
@@ -131,7 +131,6 @@ describe("policy config sizes and durations are positive where 0 means nothing",
       [schemas.batch, "initialBytes", "Expected at least 1 byte, got 0"],
       [schemas.batch, "minBytes", "Expected at least 1 byte, got 0"],
       [schemas.batch, "maxObjectBytes", "Expected at least 1 byte, got 0"],
-      [schemas.batch, "windowMillis", "Expected a duration greater than 0, got 0"],
       [schemas.gradient2, "windowMillis", "Expected a duration greater than 0, got 0"],
       [schemas.throttle, "maxElapsedMillis", "Expected a duration greater than 0, got 0"],
       [schemas.probe, "windowMillis", "Expected a duration greater than 0, got 0"],

@@ -8,17 +8,17 @@
  * transfer time per byte of object uploads beyond `a` — so queueing, which
  * inflates both, cannot fool their ratio. Before those are sampled, an online
  * least-squares fit over `object_upload` samples (exponentially forgotten,
- * factor `forgetting` per sample) stands in. The **overhead of a
+ * factor `FORGETTING` per sample) stands in. The **overhead of a
  * batch** is `max(0, a)` plus the mean latency of its manifest upload and
  * verification (they hold the same concurrency slot, whatever the batch size).
- * Every `windowMillis`:
+ * Every `WINDOW_MILLIS`:
  *
- * - **shrink** (×`1/growth`) when open batches held ≥ `openShrinkAt` of the
+ * - **shrink** (×`1/GROWTH`) when open batches held ≥ `OPEN_SHRINK_AT` of the
  *   budget at some point of the window: the target times the number of open
  *   batches does not fit in memory, so batches would be sealed by pressure
  *   (early, small, all at once) rather than on fill;
- * - **shrink** (×`1/growth`, not below `budget × (memoryBoundAt − open share) /
- *   limit`) when the window was **memory-bound** — bytes held ≥ `memoryBoundAt`
+ * - **shrink** (×`1/GROWTH`, not below `budget × (memoryBoundAt − open share) /
+ *   limit`) when the window was **memory-bound** — bytes held ≥ `MEMORY_BOUND_AT`
  *   of the budget while fewer uploads ran than the concurrency limit allows —
  *   and the store does not queue (bodiless latency within 1.2× of its minimum
  *   over the last 3 windows): memory, not the store, bounds the uploads, and
@@ -26,31 +26,31 @@
  *   b·s)`, more with smaller objects, up to the size at which the limit fits
  *   (a store 10× slower needs ~50 uploads of 16 MiB where 1 GiB holds ~50;
  *   growing objects for per-request overhead then lengthened every upload);
- * - **go back** toward `initialBytes` (×`1/growth`, not below it) when requests
+ * - **go back** toward `initialBytes` (×`1/GROWTH`, not below it) when requests
  *   did not bind — slots free in most of the window, no throttle, no request-rate
  *   limit — and the window was not queued: per-request overhead then costs only
  *   latency, the same bytes already move in parallel, and a bigger object only
  *   takes longer to fill and to upload (on a store whose per-request bandwidth
  *   fell to 6 MB/s, objects grown to 41 MiB for a 11 ms overhead took 6.8 s each,
  *   and an 8 s slow phase committed nothing);
- * - **grow** (×`growth`), while requests bind or the window was queued, while
- *   overhead > `growAbove · b · target` — bigger
+ * - **grow** (×`GROWTH`), while requests bind or the window was queued, while
+ *   overhead > `GROW_ABOVE · b · target` — bigger
  *   objects buy throughput per request slot almost for free (also when the fit
  *   is not determined because every batch had the same size: growing creates the
- *   spread the fit needs) — unless the grown target would cross `openShrinkAt`,
+ *   spread the fit needs) — unless the grown target would cross `OPEN_SHRINK_AT`,
  *   or would take a concurrency limit that fits in memory (limit × target within
- *   `memoryBoundAt − open share` of the budget) out of it, into the
+ *   `MEMORY_BOUND_AT − open share` of the budget) out of it, into the
  *   memory-bound regime the rule above shrinks back from;
- * - grow down to the lower line `growQueued` (overhead > `growQueued · b ·
+ * - grow down to the lower line `GROW_QUEUED` (overhead > `GROW_QUEUED · b ·
  *   target`) when the window was **queued**: memory full (bytes held ≥
- *   `memoryBoundAt` of the budget in at least half its `Inflight` signals), the
- *   mean bodiless latency ≥ `growth` × its minimum over the last 3 windows,
+ *   `MEMORY_BOUND_AT` of the budget in at least half its `Inflight` signals), the
+ *   mean bodiless latency ≥ `GROWTH` × its minimum over the last 3 windows,
  *   and this window's minimum < 2 × that minimum. At a store's knee more
  *   uploads only wait longer, so what one slot carries is the throughput, and
  *   bigger objects carry more (on a 20 ms + 16 MiB/s store a batch pays ~60 ms
  *   of requests: at 12 MiB a slot carries 0.93 of its transfer rate, at 18 MiB
  *   0.95). The queue must
- *   survive the growth — with memory full, objects `growth`× bigger mean fewer
+ *   survive the growth — with memory full, objects `GROWTH`× bigger mean fewer
  *   uploads: memory must still hold, at the grown size and beside open batches
  *   grown alike, the uploads the store's knee takes even if the whole queue was
  *   ours (mean uploads in flight ÷ inflation) — and the floor must not have
@@ -61,7 +61,7 @@
  *   overshoot had grown it to 18; without the memory check, a catch-up after a
  *   throttle storm swung 18 ↔ 27 MiB (grown under the knee, shrunk back by the
  *   memory-bound rule);
- * - **shrink** when overhead < `shrinkBelow · b · target` — transfer dominates so
+ * - **shrink** when overhead < `SHRINK_BELOW · b · target` — transfer dominates so
  *   completely that smaller objects cost (almost) no throughput;
  * - always within `[minBytes, min(maxObjectBytes, memoryShare · budget)]`.
  *
@@ -70,14 +70,14 @@
  * overhead and fall further behind (the shrinking-window trap). That pressure
  * belongs to the read gate (`SharedPressure`) and to concurrency.
  *
- * The record target is raised to `records` so batches seal on bytes (on fill);
+ * The record target is raised to `RECORDS` so batches seal on bytes (on fill);
  * the pipeline's configured `maxAge` stays the staleness bound (a `maxAgeMillis`
  * > 0 overrides it).
  *
  * **Restore probe**: the target can be pushed to its floor by a transient
  * condition; once it has sat at the floor `restoreAfterMillis`, the first
  * window without open-batch pressure restores it to the last target chosen
- * without pressure (BBR-style) instead of regrowing ×`growth` per window.
+ * without pressure (BBR-style) instead of regrowing ×`GROWTH` per window.
  *
  * Modes: `growing`, `holding`, `shrinking`.
  *
@@ -87,6 +87,36 @@ import { Field, Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Schema } from "effect"
 import type { Layer } from "effect"
+
+/*
+ * Adaptive batch's constants (issue 26: 10 fields of its config became these,
+ * their defaults unchanged). None was swept on the family; where no line says
+ * what a value buys, none was recorded when it was chosen.
+ */
+/** Factor per window by which the target grows or shrinks. */
+const GROWTH = 1.5
+/** Grow while the per-batch overhead > this × `b` × the target (overhead is then > 9 % of a batch's store time)… */
+const GROW_ABOVE = 0.1
+/** …down to this line while the window was queued (memory full, the store queueing; the module doc). */
+const GROW_QUEUED = 0.05
+/**
+ * Shrink when overhead < this × `b` × the target. Hysteresis: a target just
+ * grown down to `GROW_QUEUED` must not qualify for a shrink at once, so it is
+ * ≤ `GROW_QUEUED / GROWTH` (0.033).
+ */
+const SHRINK_BELOW = 0.02
+/** Shrink when open batches hold this share of the budget: partitions × target does not fit, batches would be sealed by pressure. */
+const OPEN_SHRINK_AT = 0.5
+/** A window is memory-bound when, in most of its `Inflight` signals, bytes held were ≥ this share of the budget while fewer uploads ran than the limit allows. */
+const MEMORY_BOUND_AT = 0.9
+/** Decision period. */
+const WINDOW_MILLIS = 2_000
+/** Samples in a window before deciding on the fit. */
+const MIN_SAMPLES = 4
+/** Weight older samples keep in the least-squares fit, per sample (a memory of ~33 samples). */
+const FORGETTING = 0.97
+/** The record target it proposes: high, so that batches seal on bytes. */
+const RECORDS = 1_000_000
 
 /**
  * Adaptive batch's config. Defaults and ranges:
@@ -99,16 +129,6 @@ import type { Layer } from "effect"
  * | `maxObjectBytes` | 64 MiB | ≥ minBytes | ceiling (largest object) |
  * | `memoryShare` | 0.0625 | (0, 1] | one open batch may hold this share of the budget |
  * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (`Inflight` signal) |
- * | `growth` | 1.5 | 1.05 – 4 | factor per window |
- * | `growAbove` | 0.1 | 0 – 10 | grow while overhead > `growAbove · b · target` |
- * | `growQueued` | 0.05 | 0 – growAbove | the same line while the window was queued (memory full, the store queueing; above) |
- * | `shrinkBelow` | 0.02 | 0 – growQueued/growth | shrink when overhead < `shrinkBelow · b · target` (0: never) |
- * | `openShrinkAt` | 0.5 | (0, 1] | shrink when open batches hold this share of the budget |
- * | `memoryBoundAt` | 0.9 | (0, 1] | a window is **memory-bound** when, in most of its `Inflight` signals, bytes held were ≥ this share of the budget while fewer uploads ran than the concurrency limit allows |
- * | `windowMillis` | 2 s | > 0 | decision period |
- * | `minSamples` | 4 | ≥ 1 | samples in a window before deciding on the fit |
- * | `forgetting` | 0.97 | 0.5 – 1 | weight kept by older samples, per sample |
- * | `records` | 1000000 | ≥ 1 | record target (high: seal on bytes) |
  * | `maxAgeMillis` | 0 | ≥ 0 | staleness bound; 0 = the pipeline's `batch.maxAge` |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | at the floor without pressure this long: restore |
  * | `restore` | true |  | the restore probe; false disables it (`withoutProbe`, the ablation) |
@@ -122,30 +142,13 @@ export const AdaptiveBatchConfig = Schema.Struct({
   maxObjectBytes: Field.positiveBytes("64 MiB").pipe(Field.doc("ceiling (largest object)", { range: "≥ minBytes" })),
   memoryShare: Field.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }).pipe(Field.doc("one open batch may hold this share of the budget")),
   budgetBytes: Field.bytes(0).pipe(Field.doc("budget override; 0 = the pipeline's (`Inflight` signal)")),
-  growth: Field.number(1.5, { minimum: 1.05, maximum: 4 }).pipe(Field.doc("factor per window")),
-  growAbove: Field.number(0.1, { minimum: 0, maximum: 10 }).pipe(Field.doc("grow while overhead > `growAbove · b · target`")),
-  growQueued: Field.number(0.05, { minimum: 0, maximum: 10 }).pipe(Field.doc("the same line while the window was queued (memory full, the store queueing; above)", { range: "0 – growAbove" })),
-  shrinkBelow: Field.number(0.02, { minimum: 0, maximum: 10 }).pipe(Field.doc("shrink when overhead < `shrinkBelow · b · target` (0: never)", { range: "0 – growQueued/growth" })),
-  openShrinkAt: Field.number(0.5, { minimum: 0, maximum: 1, exclusiveMinimum: true }).pipe(Field.doc("shrink when open batches hold this share of the budget")),
-  memoryBoundAt: Field.number(0.9, { minimum: 0, maximum: 1, exclusiveMinimum: true }).pipe(Field.doc("a window is **memory-bound** when, in most of its `Inflight` signals, bytes held were ≥ this share of the budget while fewer uploads ran than the concurrency limit allows")),
-  windowMillis: Field.positiveMillis("2 seconds").pipe(Field.doc("decision period")),
-  minSamples: Field.int(4, 1).pipe(Field.doc("samples in a window before deciding on the fit")),
-  forgetting: Field.number(0.97, { minimum: 0.5, maximum: 1 }).pipe(Field.doc("weight kept by older samples, per sample")),
-  records: Field.int(1_000_000, 1).pipe(Field.doc("record target (high: seal on bytes)")),
   maxAgeMillis: Field.millis(0).pipe(Field.doc("staleness bound; 0 = the pipeline's `batch.maxAge`")),
   restoreAfterMillis: Field.millis("10 seconds").pipe(Field.doc("at the floor without pressure this long: restore")),
   restore: Field.boolean(true).pipe(Field.doc("the restore probe; false disables it (`withoutProbe`, the ablation)"))
 }).check(
   Field.ordered("minBytes", "maxObjectBytes", (c) => [c.minBytes, c.maxObjectBytes]),
   Field.ordered("minBytes", "initialBytes", (c) => [c.minBytes, c.initialBytes]),
-  Field.ordered("initialBytes", "maxObjectBytes", (c) => [c.initialBytes, c.maxObjectBytes]),
-  Field.ordered("growQueued", "growAbove", (c) => [c.growQueued, c.growAbove]),
-  // Hysteresis: a target just grown (down to the lower line) must not qualify for a shrink at once.
-  Schema.makeFilter<{ readonly shrinkBelow: number; readonly growQueued: number; readonly growth: number }>((c) =>
-    c.shrinkBelow * c.growth <= c.growQueued
-      ? undefined
-      : { path: ["shrinkBelow"], issue: `shrinkBelow (${c.shrinkBelow}) must be ≤ growQueued / growth (${c.growQueued} / ${c.growth})` }
-  )
+  Field.ordered("initialBytes", "maxObjectBytes", (c) => [c.initialBytes, c.maxObjectBytes])
 )
 
 /**
@@ -254,7 +257,7 @@ export interface AdaptiveBatchState {
   /** `Inflight` signals in the window, and those that found the pipeline memory-bound. */
   readonly inflightSignals: number
   readonly boundSignals: number
-  /** `Inflight` signals in the window that found bytes held ≥ `memoryBoundAt` of the budget. */
+  /** `Inflight` signals in the window that found bytes held ≥ `MEMORY_BOUND_AT` of the budget. */
   readonly fullSignals: number
   /** Sum of the uploads in flight over the window's `Inflight` signals (their mean: ÷ `inflightSignals`). */
   readonly batchesSum: number
@@ -310,25 +313,23 @@ const FLOOR_RISE = 2
 
 /**
  * The window was queued: memory full in at least half of it, the store
- * queueing at least `growth`-deep, and its floor where it was (the rule's
+ * queueing at least `GROWTH`-deep, and its floor where it was (the rule's
  * reasons are in the module's doc).
  */
 const queued = (s: AdaptiveBatchState): boolean => {
   if (s.inflightSignals === 0 || s.fullSignals * 2 < s.inflightSignals) return false
   const depth = inflation(s)
-  return depth >= s.config.growth &&
+  return depth >= GROWTH &&
     (s.bodilessMins.at(-1) ?? Infinity) < FLOOR_RISE * Math.min(...s.bodilessMins) &&
     uploadsAfterGrowth(s) >= s.batchesSum / s.inflightSignals / depth
 }
 
 /**
- * How many uploads memory holds at the grown target: what `memoryBoundAt` of
+ * How many uploads memory holds at the grown target: what `MEMORY_BOUND_AT` of
  * the budget leaves beside open batches (which grow with the target too).
  */
-const uploadsAfterGrowth = (s: AdaptiveBatchState): number => {
-  const c = s.config
-  return (budgetOf(s) * Math.max(0, c.memoryBoundAt - s.openPeak * c.growth)) / (s.target * c.growth)
-}
+const uploadsAfterGrowth = (s: AdaptiveBatchState): number =>
+  (budgetOf(s) * Math.max(0, MEMORY_BOUND_AT - s.openPeak * GROWTH)) / (s.target * GROWTH)
 
 /**
  * Requests bound the uploads: every concurrency slot was taken in at least
@@ -371,12 +372,12 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
     bodilessMins: [...s.bodilessMins.slice(-(QUEUE_WINDOWS - 1)), Infinity]
   }
   // Open batches do not fit in memory: they would be sealed by pressure.
-  if (s.openPeak >= c.openShrinkAt) return { ...next, mode: "shrinking", target: clamp(s.target / c.growth) }
+  if (s.openPeak >= OPEN_SHRINK_AT) return { ...next, mode: "shrinking", target: clamp(s.target / GROWTH) }
   // Memory, not the store, bounds the uploads: smaller objects let more of
   // them run — down to what lets the concurrency limit fit in memory.
   if (s.inflightSignals > 0 && s.boundSignals * 2 >= s.inflightSignals && !queueing(s)) {
-    const fits = (budgetOf(s) * Math.max(0, c.memoryBoundAt - s.openPeak)) / Math.max(1, s.limit)
-    const target = clamp(Math.max(s.target / c.growth, fits))
+    const fits = (budgetOf(s) * Math.max(0, MEMORY_BOUND_AT - s.openPeak)) / Math.max(1, s.limit)
+    const target = clamp(Math.max(s.target / GROWTH, fits))
     return { ...next, mode: target < s.target ? "shrinking" : "holding", target: Math.min(s.target, target) }
   }
   // Restore probe: at the floor for `restoreAfterMillis`, and a whole window
@@ -386,31 +387,31 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   if (c.restore && s.target <= c.minBytes && now - s.atFloorSince >= c.restoreAfterMillis) {
     return { ...next, mode: "growing", target: clamp(Math.max(s.lastGood, c.minBytes)), atFloorSince: Infinity }
   }
-  if (s.windowSamples < c.minSamples) return { ...next, mode: "holding", target: clamp(s.target) }
+  if (s.windowSamples < MIN_SAMPLES) return { ...next, mode: "holding", target: clamp(s.target) }
   const fit = estimate(s)
   // Nor grow objects out of the regime where the concurrency limit fits in
   // memory into the one where memory bounds the uploads (the rule above would
   // shrink them back): on a store 10× slower the target swung 12 ↔ 22 MiB
   // every few windows, and each swing capped the uploads that ran below the
   // ~55 needed. (When memory bounds already, this does not hold growth back.)
-  const room = budgetOf(s) * Math.max(0, c.memoryBoundAt - s.openPeak)
+  const room = budgetOf(s) * Math.max(0, MEMORY_BOUND_AT - s.openPeak)
   const leavesFit = s.limit > 0 && !queueing(s) &&
-    s.limit * s.target <= room && s.limit * s.target * c.growth > room
-  const mayGrow = s.openPeak * c.growth < c.openShrinkAt && !leavesFit
+    s.limit * s.target <= room && s.limit * s.target * GROWTH > room
+  const mayGrow = s.openPeak * GROWTH < OPEN_SHRINK_AT && !leavesFit
   let target: number
   let mode: BatchMode
   const isQueued = queued(s)
-  const growAbove = isQueued ? c.growQueued : c.growAbove
+  const growAbove = isQueued ? GROW_QUEUED : GROW_ABOVE
   if (!requestsBind(s) && !isQueued) {
     // Slots were free: per-request overhead cost nothing but latency, so a
     // target grown for it goes back toward where it started.
-    target = clamp(Math.max(Math.min(s.target, c.initialBytes), s.target / c.growth))
+    target = clamp(Math.max(Math.min(s.target, c.initialBytes), s.target / GROWTH))
     mode = target < s.target ? "shrinking" : "holding"
   } else if (fit === undefined || fit.b <= 0 || overheadMillis(s, fit.a) > growAbove * fit.b * s.target) {
-    target = mayGrow ? clamp(s.target * c.growth) : clamp(s.target)
+    target = mayGrow ? clamp(s.target * GROWTH) : clamp(s.target)
     mode = target > s.target ? "growing" : "holding"
-  } else if (overheadMillis(s, fit.a) < c.shrinkBelow * fit.b * s.target) {
-    target = clamp(s.target / c.growth)
+  } else if (overheadMillis(s, fit.a) < SHRINK_BELOW * fit.b * s.target) {
+    target = clamp(s.target / GROWTH)
     mode = "shrinking"
   } else {
     target = clamp(s.target)
@@ -430,7 +431,7 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
  *
  * **Details**
  *
- * Knob `batchTarget` (`bytes`, `records`, `maxAgeMillis`). Bounds on bytes:
+ * Knob `batchTarget` (`bytes`, `RECORDS`, `maxAgeMillis`). Bounds on bytes:
  * floor `minBytes`, ceiling `maxObjectBytes`. Probe: `RestoreProbe`.
  *
  * **Example**
@@ -484,7 +485,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
   initial: (s) => ({
     batchTarget: {
       bytes: s.target,
-      records: s.config.records,
+      records: RECORDS,
       ...(s.config.maxAgeMillis > 0 ? { maxAgeMillis: s.config.maxAgeMillis } : {})
     }
   }),
@@ -495,7 +496,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
         const bodiless = s.manifestMillis > 0 && s.verifyMillis > 0 ? (s.manifestMillis + s.verifyMillis) / 2 : 0
         next = {
           ...s,
-          fit: addSample(s.fit, signal.bytes, signal.latencyMillis, s.config.forgetting),
+          fit: addSample(s.fit, signal.bytes, signal.latencyMillis, FORGETTING),
           perByteMillis: ewma(s.perByteMillis, Math.max(1e-12, signal.latencyMillis - bodiless) / signal.bytes),
           windowSamples: s.windowSamples + 1
         }
@@ -507,7 +508,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
     } else if (signal._tag === "Inflight") {
       const budget = s.config.budgetBytes > 0 ? s.config.budgetBytes : signal.budgetBytes
       const fill = budget > 0 ? signal.bytes / budget : 0
-      const bound = fill >= s.config.memoryBoundAt && s.limit > 0 && signal.batches < s.limit
+      const bound = fill >= MEMORY_BOUND_AT && s.limit > 0 && signal.batches < s.limit
       next = {
         ...s,
         budgetBytes: signal.budgetBytes,
@@ -515,7 +516,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
         openPeak: Math.max(s.openPeak, budget > 0 ? signal.openBytes / budget : 0),
         inflightSignals: s.inflightSignals + 1,
         boundSignals: s.boundSignals + (bound ? 1 : 0),
-        fullSignals: s.fullSignals + (fill >= s.config.memoryBoundAt ? 1 : 0),
+        fullSignals: s.fullSignals + (fill >= MEMORY_BOUND_AT ? 1 : 0),
         batchesSum: s.batchesSum + signal.batches,
         slotSignals: s.slotSignals + (s.limit > 0 && signal.batches >= s.limit ? 1 : 0)
       }
@@ -525,7 +526,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
       next = { ...s, limit: signal.knobs.concurrency, requestBound: s.requestBound || signal.knobs.rate !== null }
     }
     if (next.windowStart === -Infinity) next = { ...next, windowStart: now }
-    else if (now - next.windowStart >= Math.max(1, next.config.windowMillis)) next = decide(next, now)
+    else if (now - next.windowStart >= Math.max(1, WINDOW_MILLIS)) next = decide(next, now)
     next = { ...next, atFloorSince: next.target <= next.config.minBytes ? Math.min(next.atFloorSince, now) : Infinity }
     return next.target === s.proposed
       ? { state: next }

@@ -40,7 +40,7 @@ import * as CubicRate from "./CubicRate.ts"
 type Proposal = Knob.Proposal
 
 /*
- * The throttle policy's constants (issue 26: 10 fields of its config became
+ * The throttle policy's constants (issue 26: 11 fields of its config became
  * these, their defaults unchanged).
  */
 /** Concurrency regained per round (`STEP / limit` per success): TCP's additive increase of one per round trip. */
@@ -62,6 +62,8 @@ const PROBE_ABOVE_AFTER = 72
  * signals: it restores regardless). Swept to 0 (the rule off) on the family train set: p10 and median ±0, every shipped scenario equal — the rule has not shown what it buys in the default composition.
  */
 const RESTORE_BUSY_SHARE = 0.25
+/** First retry delay of a transient failure: the AWS SDK's `DEFAULT_RETRY_DELAY_BASE` (a throttle's is `throttleRetryBaseMillis`, config: the delay a throttling store asks for varies by store). */
+const RETRY_BASE_MILLIS = 100
 /** Seed of the retry jitter when the pipeline gives no batch key (any fixed value: runs repeat). */
 const SEED = 7
 
@@ -77,7 +79,6 @@ const SEED = 7
  * | `firstBeta` | 0.5 | 0.1 – 0.95 | concurrency cut of an episode's first round (setting `beta` alone leaves it at 0.5) |
  * | `rateOnFirstCut` | true |  | an episode's first cut also cuts the rate; false: only a round throttled under the cut limit does |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | quiet time before restoring the pre-throttle limit |
- * | `retryBaseMillis` | 100 ms | ≥ 0 | first retry delay of a transient failure (the AWS SDK's `DEFAULT_RETRY_DELAY_BASE`) |
  * | `throttleRetryBaseMillis` | 500 ms | ≥ 0 | first retry delay of a throttle (the AWS SDK's `THROTTLING_RETRY_DELAY_BASE`) |
  * | `retryMaxMillis` | 20 s | ≥ 0 | longest backoff (Retry-After may be longer; the AWS SDK's `MAXIMUM_RETRY_DELAY`) |
  * | `maxAttempts` | 100 | ≥ 1 | give up after this many attempts of one batch (the core's default budget) |
@@ -94,7 +95,6 @@ export const ThrottleConfig = Schema.Struct({
   firstBeta: Field.number(0.5, { minimum: 0.1, maximum: 0.95 }).pipe(Field.doc("concurrency cut of an episode's first round (setting `beta` alone leaves it at 0.5)")),
   rateOnFirstCut: Field.boolean(true).pipe(Field.doc("an episode's first cut also cuts the rate; false: only a round throttled under the cut limit does")),
   restoreAfterMillis: Field.millis("10 seconds").pipe(Field.doc("quiet time before restoring the pre-throttle limit")),
-  retryBaseMillis: Field.millis(100).pipe(Field.doc("first retry delay of a transient failure (the AWS SDK's `DEFAULT_RETRY_DELAY_BASE`)")),
   throttleRetryBaseMillis: Field.millis(500).pipe(Field.doc("first retry delay of a throttle (the AWS SDK's `THROTTLING_RETRY_DELAY_BASE`)")),
   retryMaxMillis: Field.millis("20 seconds").pipe(Field.doc("longest backoff (Retry-After may be longer; the AWS SDK's `MAXIMUM_RETRY_DELAY`)")),
   maxAttempts: Field.int(RetryPolicy.defaultBudget.maxAttempts, 1).pipe(Field.doc("give up after this many attempts of one batch (the core's default budget)")),
@@ -391,7 +391,7 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<t
  *
  * - `Fatal`: never retried (`undefined`).
  * - `Throttled`: exponential from `throttleRetryBaseMillis`; `Transient`: from
- *   `retryBaseMillis`; both capped at `retryMaxMillis`, with deterministic
+ *   `RETRY_BASE_MILLIS`; both capped at `retryMaxMillis`, with deterministic
  *   "equal jitter" — half the backoff fixed, half drawn from the **batch key**
  *   and the attempt (`RetryPolicy.jitter`), so batches throttled on the same
  *   attempt do not retry at the same instant — and never shorter than
@@ -420,7 +420,7 @@ export const retryPolicy = (c: ThrottleConfig): RetryPolicy.RetryPolicy =>
     {
       delayMillis: (failure: Failure.ClassifiedFailure, attempt: number, context?: RetryPolicy.RetryContext) => {
         if (failure.failureClass === "Fatal") return undefined
-        const base = failure.failureClass === "Throttled" ? c.throttleRetryBaseMillis : c.retryBaseMillis
+        const base = failure.failureClass === "Throttled" ? c.throttleRetryBaseMillis : RETRY_BASE_MILLIS
         const backoff = Math.min(c.retryMaxMillis, base * 2 ** Math.max(0, attempt - 1))
         const u = context === undefined
           ? Rng.next((SEED ^ hash(failure.code) ^ Math.imul(attempt, 0x9e3779b1)) >>> 0)[0]
