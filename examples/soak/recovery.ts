@@ -93,23 +93,61 @@ const pacedSettings = (dir: string, backlog: number): string => {
   return file
 }
 
-/** Starts the archiver on `topic` (its own metrics port, bounded in time); its output goes to stderr. */
-const archiver = (topic: string, bucket: string, group: string, maxSeconds: number, config: string): ChildProcess => {
+/** The last bytes of an archiver's stderr kept, to say why it exited (bounded: a long run logs a lot). */
+const STDERR_TAIL_BYTES = 4096
+
+/** An archiver child and the tail of its stderr. */
+interface Archiver {
+  readonly child: ChildProcess
+  readonly tail: () => string
+}
+
+/** Starts the archiver on `topic` (its own metrics port, bounded in time); the tail of its stderr is kept. */
+const archiver = (topic: string, bucket: string, group: string, maxSeconds: number, config: string): Archiver => {
   const child = spawn(
     process.execPath,
     ["--conditions=@sluice/source", "examples/kafka-to-s3/main.ts", topic, bucket, "--group", group, "--config", config, "--prometheus-port", "0", "--max-seconds", String(maxSeconds)],
     { stdio: ["ignore", "pipe", "pipe"], env: process.env }
   )
+  let tail = ""
   child.stdout?.on("data", () => undefined)
-  child.stderr?.on("data", () => undefined)
-  return child
+  child.stderr?.on("data", (chunk: Buffer) => {
+    tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_BYTES)
+  })
+  return { child, tail: () => tail }
 }
 
-/** Polls until `done(committed)` or `timeoutMillis`; returns the elapsed ms, or null on timeout. */
-const until = async (admin: Admin, group: string, topic: string, done: (n: number) => boolean, started: number, timeoutMillis: number) => {
+/** The archiver ended on its own, before what was waited for: a failed run, with its last words. */
+class ArchiverExited extends Error {
+  readonly topic: string
+  readonly code: number | null
+  constructor(topic: string, code: number | null, signal: string | null, tail: string) {
+    super(`${topic}: the archiver exited (code ${code}, signal ${signal}) before what was waited for; its stderr ended with:\n${tail}`)
+    this.topic = topic
+    this.code = code
+  }
+}
+
+/**
+ * Polls until `done(committed)` or `timeoutMillis`; returns the elapsed ms, or
+ * null on timeout. Throws `ArchiverExited` as soon as the archiver ends on its
+ * own (a config it refuses, a crash): nothing waits out the timeout for a
+ * process that is gone.
+ */
+const until = async (
+  admin: Admin,
+  group: string,
+  topic: string,
+  done: (n: number) => boolean,
+  started: number,
+  timeoutMillis: number,
+  running: Archiver
+) => {
   for (;;) {
     const n = await committed(admin, group, topic).catch(() => -1)
     if (n >= 0 && done(n)) return { elapsedMillis: Date.now() - started, committed: n }
+    const { exitCode, signalCode } = running.child
+    if (exitCode !== null || signalCode !== null) throw new ArchiverExited(topic, exitCode, signalCode, running.tail())
     if (Date.now() - started > timeoutMillis) return null
     await sleep(50)
   }
@@ -142,9 +180,9 @@ try {
     // 1. The first run, killed mid-way (SIGKILL: no drain, uploads in flight).
     const first = archiver(topic, bucket, group, maxSeconds, pacedSettings(dir, backlog))
     const startedFirst = Date.now()
-    const before = await until(admin, group, topic, (n) => n >= options.killFraction * backlog, startedFirst, options.timeoutMillis)
-    first.kill("SIGKILL")
-    await exited(first, 10_000)
+    const before = await until(admin, group, topic, (n) => n >= options.killFraction * backlog, startedFirst, options.timeoutMillis, first)
+    first.child.kill("SIGKILL")
+    await exited(first.child, 10_000)
     const committedAtKill = await committed(admin, group, topic)
     if (before === null) log(`${topic}: the first run did not commit ${options.killFraction} of the backlog in time; killed anyway`)
     log(`${topic}: killed after ${committedAtKill} of ${backlog} committed; restarting`)
@@ -158,12 +196,12 @@ try {
     // 2. The restart, timed from its spawn.
     const restarted = Date.now()
     const second = archiver(topic, bucket, group, maxSeconds, shipped)
-    const firstCommit = await until(admin, group, topic, (n) => n > committedAtKill, restarted, options.timeoutMillis)
-    const caughtUp = firstCommit === null ? null : await until(admin, group, topic, (n) => n >= backlog, restarted, options.timeoutMillis)
-    second.kill("SIGTERM")
-    const ended = await exited(second, 60_000)
+    const firstCommit = await until(admin, group, topic, (n) => n > committedAtKill, restarted, options.timeoutMillis, second)
+    const caughtUp = firstCommit === null ? null : await until(admin, group, topic, (n) => n >= backlog, restarted, options.timeoutMillis, second)
+    second.child.kill("SIGTERM")
+    const ended = await exited(second.child, 60_000)
     const drainExit = ended === "timeout" ? null : ended
-    if (second.exitCode === null) second.kill("SIGKILL")
+    if (second.child.exitCode === null) second.child.kill("SIGKILL")
     const row: Row = {
       backlog,
       committedAtKill,

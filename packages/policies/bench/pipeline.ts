@@ -74,8 +74,7 @@ if (!resolved.includes("/src/")) {
 
 // The batch target the default composition starts with, from its own schema.
 const adaptive = Effect.runSync(Config.decode("batch", AdaptiveBatch.AdaptiveBatchConfig, {}))
-const initial = AdaptiveBatch.policy.initial(AdaptiveBatch.policy.init(adaptive)).batchTarget
-const target = { records: initial?.records ?? 1, bytes: adaptive.initialBytes }
+const target = { records: adaptive.records, bytes: adaptive.initialBytes }
 
 /**
  * The input: payloads are views into one slab per chunk, as a Kafka fetch hands

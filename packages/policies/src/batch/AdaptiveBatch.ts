@@ -70,7 +70,7 @@
  * overhead and fall further behind (the shrinking-window trap). That pressure
  * belongs to the read gate (`SharedPressure`) and to concurrency.
  *
- * The record target is raised to `RECORDS` so batches seal on bytes (on fill);
+ * The record target is raised to `records` so batches seal on bytes (on fill);
  * the pipeline's configured `maxAge` stays the staleness bound (a `maxAgeMillis`
  * > 0 overrides it).
  *
@@ -89,7 +89,7 @@ import { Schema } from "effect"
 import type { Layer } from "effect"
 
 /*
- * Adaptive batch's constants (issue 26: 10 fields of its config became these,
+ * Adaptive batch's constants (issue 26: 9 fields of its config became these,
  * their defaults unchanged). None was swept on the family; where no line says
  * what a value buys, none was recorded when it was chosen.
  */
@@ -115,8 +115,6 @@ const WINDOW_MILLIS = 2_000
 const MIN_SAMPLES = 4
 /** Weight older samples keep in the least-squares fit, per sample (a memory of ~33 samples). */
 const FORGETTING = 0.97
-/** The record target it proposes: high, so that batches seal on bytes. */
-const RECORDS = 1_000_000
 
 /**
  * Adaptive batch's config. Defaults and ranges:
@@ -129,6 +127,7 @@ const RECORDS = 1_000_000
  * | `maxObjectBytes` | 64 MiB | ≥ minBytes | ceiling (largest object) |
  * | `memoryShare` | 0.0625 | (0, 1] | one open batch may hold this share of the budget |
  * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (`Inflight` signal) |
+ * | `records` | 1000000 | ≥ 1 | record target it proposes (high: batches seal on bytes; lower it to cap the records per object) |
  * | `maxAgeMillis` | 0 | ≥ 0 | staleness bound; 0 = the pipeline's `batch.maxAge` |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | at the floor without pressure this long: restore |
  * | `restore` | true |  | the restore probe; false disables it (`withoutProbe`, the ablation) |
@@ -142,6 +141,7 @@ export const AdaptiveBatchConfig = Schema.Struct({
   maxObjectBytes: Field.positiveBytes("64 MiB").pipe(Field.doc("ceiling (largest object)", { range: "≥ minBytes" })),
   memoryShare: Field.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }).pipe(Field.doc("one open batch may hold this share of the budget")),
   budgetBytes: Field.bytes(0).pipe(Field.doc("budget override; 0 = the pipeline's (`Inflight` signal)")),
+  records: Field.int(1_000_000, 1).pipe(Field.doc("record target it proposes (high: batches seal on bytes; lower it to cap the records per object)")),
   maxAgeMillis: Field.millis(0).pipe(Field.doc("staleness bound; 0 = the pipeline's `batch.maxAge`")),
   restoreAfterMillis: Field.millis("10 seconds").pipe(Field.doc("at the floor without pressure this long: restore")),
   restore: Field.boolean(true).pipe(Field.doc("the restore probe; false disables it (`withoutProbe`, the ablation)"))
@@ -431,7 +431,7 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
  *
  * **Details**
  *
- * Knob `batchTarget` (`bytes`, `RECORDS`, `maxAgeMillis`). Bounds on bytes:
+ * Knob `batchTarget` (`bytes`, `records`, `maxAgeMillis`). Bounds on bytes:
  * floor `minBytes`, ceiling `maxObjectBytes`. Probe: `RestoreProbe`.
  *
  * **Example**
@@ -485,7 +485,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
   initial: (s) => ({
     batchTarget: {
       bytes: s.target,
-      records: RECORDS,
+      records: s.config.records,
       ...(s.config.maxAgeMillis > 0 ? { maxAgeMillis: s.config.maxAgeMillis } : {})
     }
   }),
