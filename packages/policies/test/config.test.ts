@@ -104,7 +104,7 @@ describe("policy config numbers are finite", () => {
       [schemas.aimd, "referenceBytes"],
       [schemas.batch, "memoryShare"],
       [schemas.batch, "maxAgeMillis"],
-      [schemas.batch, "budgetBytes"],
+      [schemas.batch, "minBytes"],
       [schemas.deliveryrate, "throttleBeta"],
       [schemas.gradient2, "queueSize"],
       [schemas.shared, "maxPauseMillis"],
@@ -141,12 +141,10 @@ describe("policy config sizes and durations are positive where 0 means nothing",
     }
   })
 
-  it("still accepts 0 where it has a meaning (the pipeline's budget or age, no periodic probe, no pause, no delay)", () => {
+  it("still accepts 0 where it has a meaning (the pipeline's age, no periodic probe, no pause, no delay)", () => {
     const zeroMeans: ReadonlyArray<readonly [Schema.Decoder<unknown>, string]> = [
-      [schemas.batch, "budgetBytes"],
       [schemas.batch, "maxAgeMillis"],
       [schemas.batch, "restoreAfterMillis"],
-      [schemas.shared, "budgetBytes"],
       [schemas.shared, "maxPauseMillis"],
       [schemas.throttle, "retryMaxMillis"],
       [schemas.throttle, "restoreAfterMillis"],

@@ -126,7 +126,6 @@ const FORGETTING = 0.97
  * | `minBytes` | 1 MiB | ≥ 1 B | floor (keeps per-request overhead small on any S3-like store) |
  * | `maxObjectBytes` | 64 MiB | ≥ minBytes | ceiling (largest object) |
  * | `memoryShare` | 0.0625 | (0, 1] | one open batch may hold this share of the budget |
- * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (`Inflight` signal) |
  * | `records` | 1000000 | ≥ 1 | record target it proposes (high: batches seal on bytes; lower it to cap the records per object) |
  * | `maxAgeMillis` | 0 | ≥ 0 | staleness bound; 0 = the pipeline's `batch.maxAge` |
  * | `restoreAfterMillis` | 10 s | ≥ 0 | at the floor without pressure this long: restore |
@@ -140,7 +139,6 @@ export const AdaptiveBatchConfig = Schema.Struct({
   minBytes: Field.positiveBytes("1 MiB").pipe(Field.doc("floor (keeps per-request overhead small on any S3-like store)")),
   maxObjectBytes: Field.positiveBytes("64 MiB").pipe(Field.doc("ceiling (largest object)", { range: "≥ minBytes" })),
   memoryShare: Field.number(0.0625, { minimum: 0, maximum: 1, exclusiveMinimum: true }).pipe(Field.doc("one open batch may hold this share of the budget")),
-  budgetBytes: Field.bytes(0).pipe(Field.doc("budget override; 0 = the pipeline's (`Inflight` signal)")),
   records: Field.int(1_000_000, 1).pipe(Field.doc("record target it proposes (high: batches seal on bytes; lower it to cap the records per object)")),
   maxAgeMillis: Field.millis(0).pipe(Field.doc("staleness bound; 0 = the pipeline's `batch.maxAge`")),
   restoreAfterMillis: Field.millis("10 seconds").pipe(Field.doc("at the floor without pressure this long: restore")),
@@ -270,7 +268,8 @@ export interface AdaptiveBatchState {
   readonly proposed: number
 }
 
-const budgetOf = (s: AdaptiveBatchState): number => (s.config.budgetBytes > 0 ? s.config.budgetBytes : s.budgetBytes)
+/** The pipeline's memory budget, as its last `Inflight` signal gave it. */
+const budgetOf = (s: AdaptiveBatchState): number => s.budgetBytes
 
 const ceilingOf = (s: AdaptiveBatchState): number => {
   const c = s.config
@@ -506,7 +505,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
         next = { ...s, verifyMillis: ewma(s.verifyMillis, signal.latencyMillis), bodilessMins: lowest(s.bodilessMins, signal.latencyMillis) }
       }
     } else if (signal._tag === "Inflight") {
-      const budget = s.config.budgetBytes > 0 ? s.config.budgetBytes : signal.budgetBytes
+      const budget = signal.budgetBytes
       const fill = budget > 0 ? signal.bytes / budget : 0
       const bound = fill >= MEMORY_BOUND_AT && s.limit > 0 && signal.batches < s.limit
       next = {

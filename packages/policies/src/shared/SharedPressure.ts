@@ -31,7 +31,6 @@ import type { Layer } from "effect"
  * | `highWater` | 0.8 | 0.05 – 1 | pause above this fraction of the budget |
  * | `lowWater` | 0.5 | 0 – highWater | resume below this fraction |
  * | `maxPauseMillis` | 5 s | ≥ 0 | the floor: longest pause while uploads progress |
- * | `budgetBytes` | 0 | ≥ 0 | budget override; 0 = the pipeline's (from the `Inflight` signal) |
  * | `reopen` | true |  | the re-open probe; false disables it (`withoutProbe`, the ablation): a pause then ends only below `lowWater` |
  * <!-- end config table -->
  *
@@ -41,7 +40,6 @@ export const SharedPressureConfig = Schema.Struct({
   highWater: Field.number(0.8, { minimum: 0.05, maximum: 1 }).pipe(Field.doc("pause above this fraction of the budget")),
   lowWater: Field.number(0.5, { minimum: 0, maximum: 1 }).pipe(Field.doc("resume below this fraction", { range: "0 – highWater" })),
   maxPauseMillis: Field.millis("5 seconds").pipe(Field.doc("the floor: longest pause while uploads progress")),
-  budgetBytes: Field.bytes(0).pipe(Field.doc("budget override; 0 = the pipeline's (from the `Inflight` signal)")),
   reopen: Field.boolean(true).pipe(Field.doc("the re-open probe; false disables it (`withoutProbe`, the ablation): a pause then ends only below `lowWater`"))
 }).check(Field.ordered("lowWater", "highWater", (c) => [c.lowWater, c.highWater]))
 
@@ -84,7 +82,7 @@ const gateOf = (mode: PressureMode): Knob.ReadGate => (mode === "paused" ? "paus
 
 const onInflight = (s: SharedPressureState, signal: SignalBus.InflightSignal, now: number): SharedPressureState => {
   const c = s.config
-  const budget = c.budgetBytes > 0 ? c.budgetBytes : signal.budgetBytes
+  const budget = signal.budgetBytes
   const fill = budget > 0 ? signal.bytes / budget : 0
   const next = { ...s, fill }
   const pause = { ...next, mode: "paused" as const, pausedAt: now, pauses: s.pauses + 1 }
