@@ -38,7 +38,7 @@ const END = "<!-- end config table -->"
 const fill = (text: string, file: string, open: RegExp, table: string, prefix: string): string => {
   const lines = text.split("\n")
   const start = lines.findIndex((l) => open.test(l))
-  const end = lines.findIndex((l, i) => i > start && l === `${prefix}${END}`.trimEnd())
+  const end = lines.findIndex((l, i) => i > start && l === `${prefix}${END}`)
   if (start < 0 || end < 0) throw new Error(`${file}: no config table region (${open.source} … ${END})`)
   const body = table.split("\n").map((l) => `${prefix}${l}`)
   return [...lines.slice(0, start + 1), ...body, ...lines.slice(end)].join("\n")

@@ -28,6 +28,16 @@ const modes = <C, S>(policy: Policy.Policy<C, S>, c: C, signals: Iterable<readon
 }
 type SignalBusSignal = Parameters<typeof DeliveryRate.policy.step>[1]
 
+/** Signals a pipeline published during a real replay (`npm run replay`), one JSON line each, at their own times. */
+const recordedSignals = (fixture: string): Array<readonly [SignalBusSignal, number]> =>
+  readFileSync(new URL(`./fixtures/${fixture}`, import.meta.url), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => {
+      const signal = JSON.parse(line) as SignalBusSignal
+      return [signal, signal.at] as const
+    })
+
 /** A fast store: 8 ms per request + 64 MiB/s, 8 MiB objects (~133 ms), 16 in flight, 400 completions 10 ms apart (with a verify each when `verify`). */
 const fastStore = (verify: boolean) => {
   const warm: Array<readonly [SignalBusSignal, number]> = []
@@ -267,13 +277,7 @@ describe("DeliveryRate (pure core)", () => {
     // toxics turned 10× slower at 30 s (12.6 s each; ~45 in flight carry the
     // inflow). Replayed open loop up to 40 s, before the first slow upload
     // completed: what the core decides at 34.6 s depends on nothing after it.
-    const signals = readFileSync(new URL("./fixtures/replay-slowdown-10x-signals.jsonl", import.meta.url), "utf8")
-      .trim()
-      .split("\n")
-      .map((line) => {
-        const signal = JSON.parse(line) as SignalBusSignal
-        return [signal, signal.at] as const
-      })
+    const signals = recordedSignals("replay-slowdown-10x-signals.jsonl")
     const c = config(Composition.defaultsBase.deliveryRate)
     const fast = Policy.replay(DeliveryRate.policy, c, signals.filter(([, at]) => at < 30_000)).state
     // The fast phase: the probe drained 16 uploads whose bodiless requests had
@@ -298,13 +302,7 @@ describe("DeliveryRate (pure core)", () => {
     // request slows in proportion; behind a queue in arrival order it read
     // 40 × 43 / 1452 = 1.2 and held 2 uploads for 20 s (0.712 of the measured
     // oracle in the slow phase; the simulator, whose knee slows every request: 0.917).
-    const signals = readFileSync(new URL("./fixtures/replay-knee-drop-5x-signals.jsonl", import.meta.url), "utf8")
-      .trim()
-      .split("\n")
-      .map((line) => {
-        const signal = JSON.parse(line) as SignalBusSignal
-        return [signal, signal.at] as const
-      })
+    const signals = recordedSignals("replay-knee-drop-5x-signals.jsonl")
     const before = Policy.replay(DeliveryRate.policy, config(), signals.filter(([, at]) => at < 57_900)).state
     expect(before.mode).not.toBe("probing")
     const after = Policy.replay(DeliveryRate.policy, config(), signals)

@@ -525,7 +525,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
       next = { ...s, limit: signal.knobs.concurrency, requestBound: s.requestBound || signal.knobs.rate !== null }
     }
     if (next.windowStart === -Infinity) next = { ...next, windowStart: now }
-    else if (now - next.windowStart >= Math.max(1, WINDOW_MILLIS)) next = decide(next, now)
+    else if (now - next.windowStart >= WINDOW_MILLIS) next = decide(next, now)
     next = { ...next, atFloorSince: next.target <= next.config.minBytes ? Math.min(next.atFloorSince, now) : Infinity }
     return next.target === s.proposed
       ? { state: next }

@@ -116,7 +116,7 @@ const RISE_TOLERANCE = 1
 const PROBE_SAMPLES = 8
 /** A probe without its samples ends after this (the minimum's own window: an upload round can last seconds). */
 const PROBE_TIMEOUT_MILLIS = 10_000
-/** The size normalisation until `a / b` is first measured (then learned; AIMD's `REFERENCE_BYTES` default). */
+/** The size normalisation until `a / b` is first measured (then learned; AIMD's `referenceBytes` default). */
 const REFERENCE_BYTES = 1024 * 1024
 
 /**
