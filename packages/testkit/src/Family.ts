@@ -24,13 +24,15 @@
  *
  * **The degradations** ({@link kinds}), from 40 s to 120 s of a 180 s run
  * unless said: `slower` (the store f× slower per request); `slower-throttle`
- * (f× slower and throttling above a low in-flight, `.lowThrottleAbove`);
+ * (f× slower and throttling above a low in-flight, `.lowThrottleAbove`, which
+ * is then all the store serves at once: `Store.servingLimit`);
  * `knee-drop` (the knee ÷ `.kneeDrop`, and up to 3× slower); `rate-limit`
  * (a rate limit appears: `.rateLimitShare` of the uploads per second the
  * oracle needs at the base store's best, at least what carries the inflow);
  * `errors-in-slowdown` (f× slower, and `.errorRate` of requests fail);
  * `flapping` (f× slower for `.flapSeconds`, at least {@link FLAP_UPLOADS} slow
- * uploads, then normal as long, alternating);
+ * uploads, then normal as long, alternating; the last phase runs to the
+ * degradation's end instead of a short one after it);
  * `ramp` (slower in three steps, f^⅓, f^⅔, f); `mixed` (each scenario one of
  * the others). Only scenarios where the oracle keeps up with the inflow in at
  * least one degraded phase are kept (the others judge nothing about a policy).
@@ -191,7 +193,8 @@ const degrade = (
       const slowUploadSeconds = Store.unloadedMillis(slower(base, f), objectBytes) / 1000
       const period = Math.max(Math.round(uniform(rng, RANGES.flapSeconds)), Math.ceil(FLAP_UPLOADS * slowUploadSeconds))
       const out: Array<{ readonly at: number; readonly params: StoreParams }> = []
-      for (let at = DEGRADED_FROM, on = true; at < DEGRADED_TO; at += period, on = !on) out.push({ at, params: on ? slower(base, f) : base })
+      // Whole phases only: one cut short by the degradation's end would be too short to judge (the last is longer instead).
+      for (let at = DEGRADED_FROM, on = true; at + period <= DEGRADED_TO; at += period, on = !on) out.push({ at, params: on ? slower(base, f) : base })
       out.push(back)
       return out
     }
@@ -247,7 +250,8 @@ export const drawScenario = (kind: Exclude<Kind, "mixed">, rng: Rng.Rng, name: s
     source: { recordsPerSecond: Math.round(inflow / recordBytes), recordBytes, partitions },
     store: { ...storeJson(base), kneeQueue },
     pipeline: { memoryBudget, batch: { records: Math.max(50_000, Math.ceil(batchBytes / recordBytes)), bytes: batchBytes, maxAge: "5 seconds" } },
-    events: events.map((e) => ({ at: `${e.at} seconds`, store: storeJson({ ...e.params, jitter: undefined }) }))
+    // The store queues as it was drawn in every phase (the events were drawn before it, from the base's default).
+    events: events.map((e) => ({ at: `${e.at} seconds`, store: storeJson({ ...e.params, kneeQueue, jitter: undefined }) }))
   }
 }
 

@@ -16,11 +16,11 @@
  * - **store**: each batch costs an object upload (`payload + 4 B/record`), a
  *   manifest upload and a verify, each at the store's mean service time (jitter
  *   included: `× (1 + jitter)`, no pipeline beats the store's own average);
- *   above `throttleAbove` every request is throttled with `throttleProbability`
- *   and every request fails with `errorRate`, each failure costing a
- *   base-latency round trip and a retry (`svc + f/(1−f) × base` expected per
- *   request) — so concurrency between `throttleAbove` and `knee` counts when it
- *   pays, too; above the knee the store is flat and nothing is gained;
+ *   every request fails with `errorRate`, each failure costing a base-latency
+ *   round trip and a retry (`svc + f/(1−f) × base` expected per request);
+ *   above the store's serving limit (`Store.servingLimit`: its knee, or
+ *   `throttleAbove` when lower) the store is flat and nothing is gained, so
+ *   `c` runs to that limit and never meets a throttle;
  * - **rate**: at most `rateLimit` object uploads per second (`rateLimit × s`).
  *
  * Capacity is the maximum over `c` of `c · s(c) / T(s(c))` (bytes/s), with
@@ -34,7 +34,7 @@
  * @since 0.2.0
  */
 import type { StoreParams } from "./Store.ts"
-import { MANIFEST_BYTES, unloadedMillis } from "./Store.ts"
+import { MANIFEST_BYTES, servingLimit, unloadedMillis } from "./Store.ts"
 
 /**
  * What the world lets an ideal pipeline choose from (everything but the store).
@@ -112,13 +112,11 @@ export const capacity = (
   inflowBytesPerSecond: number
 ): number => {
   let best = 0
-  const quiet = params.throttleAbove === null ? params.knee : Math.min(params.knee, params.throttleAbove)
-  for (let c = 1; c <= params.knee; c++) {
+  const limit = servingLimit(params)
+  for (let c = 1; c <= limit; c++) {
     const s = largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond)
     const records = Math.max(1, s / world.recordBytes)
-    const throttle = c > quiet ? params.throttleProbability : 0
-    const failure = 1 - (1 - throttle) * (1 - params.errorRate)
-    const millis = batchMillis(params, s, records, failure)
+    const millis = batchMillis(params, s, records, params.errorRate)
     let bytesPerSecond = Number.isFinite(millis) ? (c * s * 1000) / millis : 0
     if (params.rateLimit !== null) bytesPerSecond = Math.min(bytesPerSecond, params.rateLimit * s)
     if (bytesPerSecond > best) best = bytesPerSecond

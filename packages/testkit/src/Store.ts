@@ -5,10 +5,12 @@
  *
  * **The model** (per request, its outcome decided when the request starts):
  *
- * - service latency `(baseLatency + bytes / bandwidthPerRequest) × max(1, inflight / knee)
- *   × (1 + jitter · Exp(1))`, where `inflight` counts the store's requests in
- *   flight (every stage, every instance) including this one when it started:
- *   above the knee the store's throughput is flat and latency grows. A request
+ * - service latency `(baseLatency + bytes / bandwidthPerRequest) × max(1, served / knee)
+ *   × (1 + jitter · Exp(1))`, where `served` counts the requests the store is
+ *   serving (every stage, every instance) including this one when it started —
+ *   not those it refused, which answer after the base latency and take no
+ *   share of it (as the replay's store proxy answers them itself, before the
+ *   server): above the knee the store's throughput is flat and latency grows. A request
  *   progresses at 1 ÷ its service latency under the parameters in force: an
  *   {@link SimStore.update} reaches the requests in flight, whose remaining
  *   share is served at the new latency (a real store, and a network shaper
@@ -22,7 +24,14 @@
  *   `inflight / knee` (40 in flight over a knee of 32, 7 s uploads: 1.45 s for
  *   a manifest that takes 45 ms unloaded);
  * - if `inflight > throttleAbove`, a `503 SlowDown` with probability
- *   `throttleProbability`;
+ *   `throttleProbability`. A store throttles because it is at capacity, so
+ *   `throttleAbove` also bounds what it serves: the knee in the two rules above
+ *   is {@link servingLimit}, `min(knee, throttleAbove)`. The requests it lets
+ *   through above that point queue like requests above a knee and add no
+ *   throughput — as MinIO queues requests beyond `requests_max` and answers
+ *   SlowDown once they wait too long, and as S3's per-prefix request rate caps
+ *   what a client gets however many requests it sends: keeping requests in
+ *   flight above it, most of them refused, gains nothing;
  * - independently, a `500 InternalError` with probability `errorRate`;
  * - with `rateLimit` (object uploads per second, a token bucket holding one
  *   second of tokens), an object upload finding the bucket empty gets a
@@ -59,7 +68,7 @@ export interface StoreParams {
   readonly kneeQueue: KneeQueue
   /** Scale of the `Exp(1)` jitter factor. */
   readonly jitter: number
-  /** In-flight requests above which 503 SlowDown may be returned; `null` never. */
+  /** In-flight requests above which 503 SlowDown may be returned, and above which the store serves no more (see {@link servingLimit}); `null` never. */
   readonly throttleAbove: number | null
   readonly throttleProbability: number
   /** Probability of a 500 on any request. */
@@ -145,12 +154,21 @@ export const unloadedMillis = (params: StoreParams, bytes: number): number =>
   params.baseLatencyMillis + (bytes / params.bandwidthBytesPerSecond) * 1000
 
 /**
+ * In-flight requests the store serves at full speed: its knee, or the in-flight
+ * it throttles above when that is lower (see the model above).
+ *
+ * @since 0.3.0
+ */
+export const servingLimit = (params: StoreParams): number =>
+  params.throttleAbove === null ? params.knee : Math.max(1, Math.min(params.knee, params.throttleAbove))
+
+/**
  * Service latency under load: the pure core of the latency model.
  *
  * @since 0.1.0
  */
-export const serviceMillis = (params: StoreParams, bytes: number, inflight: number, exp1: number): number =>
-  unloadedMillis(params, bytes) * (params.kneeQueue === "shared" ? Math.max(1, inflight / params.knee) : 1) * (1 + params.jitter * exp1)
+export const serviceMillis = (params: StoreParams, bytes: number, served: number, exp1: number): number =>
+  unloadedMillis(params, bytes) * (params.kneeQueue === "shared" ? Math.max(1, served / servingLimit(params)) : 1) * (1 + params.jitter * exp1)
 
 /**
  * Counters of a store since it was made.
@@ -254,14 +272,16 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
     return Math.max(1000, Math.ceil(((1 - tokens) * 1000) / limit / 1000) * 1000)
   }
 
-  // The requests in flight (bounded by the pipelines' concurrency).
+  // The requests in flight (bounded by the pipelines' concurrency), and how
+  // many of them the store serves (not refused: `served` in the model).
   const running = new Set<Serving>()
+  let servedNow = 0
   // `kneeQueue: "arrival"`: requests holding a slot, and those waiting for one
   // in arrival order (both bounded by the requests in flight).
   let holding = 0
   const waiting: Array<Admission> = []
   const admitWaiting = (): void => {
-    while (waiting.length > 0 && holding < params.knee) {
+    while (waiting.length > 0 && holding < servingLimit(params)) {
       const next = waiting.shift() as Admission
       holding++
       next.holding = true
@@ -333,8 +353,10 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
         outcome = "SlowDown"
       }
       if (outcome === "ok" && uError < params.errorRate) outcome = "InternalError"
+      if (outcome === "ok") servedNow++
+      const servedAtStart = servedNow
       const service = (p: StoreParams): number =>
-        outcome === "ok" ? serviceMillis(p, bytes, inflight, exp1) : p.baseLatencyMillis * (1 + p.jitter * exp1)
+        outcome === "ok" ? serviceMillis(p, bytes, servedAtStart, exp1) : p.baseLatencyMillis * (1 + p.jitter * exp1)
       const admission = outcome === "ok" && params.kneeQueue === "arrival" ? enter() : undefined
       const serving: Serving = { remaining: 1, at: startedAt, millis: service(params), service, changed: false, wake: undefined }
       const served = admission === undefined
@@ -356,6 +378,7 @@ export const make = (initial: StoreParams, seed: number): SimStore => {
         Effect.onExit(() =>
           Effect.sync(() => {
             counters.inflight--
+            if (outcome === "ok") servedNow--
             running.delete(serving)
             if (admission !== undefined) leave(admission)
           })
