@@ -261,10 +261,10 @@ describe("Aimd", () => {
 // AIMD to its floor, and the store comes back slower for good (40 ms + 8 MiB/s
 // per request instead of 10 ms + 32 MiB/s). Its baseline only moves down
 // between probes, so without the probe the new store reads as congested
-// forever. Measured (seeds 1–3): down to 5 uploads 4.4–5.6 s into the storm
+// forever. Measured (seeds 1–3): at most 3 uploads from 8 s into the storm (6 at 5 s on seed 3)
 // (×`beta` 0.9 per round, and the storm's store serves one request at a time,
 // so 17 in flight make a round ~17× longer); probed back to 0.8× its pre-storm
-// limit in 8.1–12.1 s and to 90 % of the oracle in 18.8–25.5 s; ablated at 1
+// limit in 9.4–14.0 s and to 90 % of the oracle in 23.3–26.6 s; ablated at 1
 // from 15 s after the storm to the end (60 s), 4–5 % of the oracle.
 describe("Aimd in the simulated pipeline: its forced probe is what recovers", () => {
   const concurrency = (r: { readonly concurrency: number }) => r.concurrency
