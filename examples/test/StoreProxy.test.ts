@@ -87,21 +87,24 @@ const countingUpstream = async (holdMillis: number) => {
 }
 
 describe("the store proxy (its own process)", { timeout: 60_000 }, () => {
+  /** A PUT of `k<i>` through `agent`; its status. */
+  const put = (endpoint: string, agent: Http.Agent, i: number) =>
+    new Promise<number>((resolve, reject) => {
+      const req = Http.request(`${endpoint}/bucket/k${i}`, { method: "PUT", agent }, (res) => {
+        res.resume()
+        res.on("end", () => resolve(res.statusCode ?? 0))
+      })
+      req.on("error", reject)
+      req.end("body")
+    })
+
   it("caps the requests reaching the server at the knee; the others wait and all complete", async () => {
     const upstream = await countingUpstream(150)
     const proxy = await StoreProxy.start(upstream.url, 1)
     try {
       await proxy.set({ knee: 3 })
       const agent = new Http.Agent({ keepAlive: true, maxSockets: 32 })
-      const statuses = await Promise.all(Array.from({ length: 12 }, (_, i) =>
-        new Promise<number>((resolve, reject) => {
-          const req = Http.request(`${proxy.endpoint}/bucket/k${i}`, { method: "PUT", agent }, (res) => {
-            res.resume()
-            res.on("end", () => resolve(res.statusCode ?? 0))
-          })
-          req.on("error", reject)
-          req.end("body")
-        })))
+      const statuses = await Promise.all(Array.from({ length: 12 }, (_, i) => put(proxy.endpoint, agent, i)))
       agent.destroy()
       expect(statuses).toEqual(Array(12).fill(200))
       expect(upstream.max(), "never more than the knee at the server").toBe(3)
@@ -116,16 +119,6 @@ describe("the store proxy (its own process)", { timeout: 60_000 }, () => {
       await upstream.close()
     }
   })
-
-  const put = (endpoint: string, agent: Http.Agent, i: number) =>
-    new Promise<number>((resolve, reject) => {
-      const req = Http.request(`${endpoint}/bucket/k${i}`, { method: "PUT", agent }, (res) => {
-        res.resume()
-        res.on("end", () => resolve(res.statusCode ?? 0))
-      })
-      req.on("error", reject)
-      req.end("body")
-    })
 
   it("serves no more than throttleAbove at once (a store throttles at capacity), and a lowered limit holds from then on", async () => {
     const upstream = await countingUpstream(300)

@@ -268,12 +268,9 @@ export interface AdaptiveBatchState {
   readonly proposed: number
 }
 
-/** The pipeline's memory budget, as its last `Inflight` signal gave it. */
-const budgetOf = (s: AdaptiveBatchState): number => s.budgetBytes
-
 const ceilingOf = (s: AdaptiveBatchState): number => {
   const c = s.config
-  const budget = budgetOf(s)
+  const budget = s.budgetBytes
   const share = budget > 0 ? Math.floor(budget * c.memoryShare) : c.maxObjectBytes
   return Math.max(c.minBytes, Math.min(c.maxObjectBytes, share))
 }
@@ -328,7 +325,7 @@ const queued = (s: AdaptiveBatchState): boolean => {
  * the budget leaves beside open batches (which grow with the target too).
  */
 const uploadsAfterGrowth = (s: AdaptiveBatchState): number =>
-  (budgetOf(s) * Math.max(0, MEMORY_BOUND_AT - s.openPeak * GROWTH)) / (s.target * GROWTH)
+  (s.budgetBytes * Math.max(0, MEMORY_BOUND_AT - s.openPeak * GROWTH)) / (s.target * GROWTH)
 
 /**
  * Requests bound the uploads: every concurrency slot was taken in at least
@@ -375,7 +372,7 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   // Memory, not the store, bounds the uploads: smaller objects let more of
   // them run — down to what lets the concurrency limit fit in memory.
   if (s.inflightSignals > 0 && s.boundSignals * 2 >= s.inflightSignals && !queueing(s)) {
-    const fits = (budgetOf(s) * Math.max(0, MEMORY_BOUND_AT - s.openPeak)) / Math.max(1, s.limit)
+    const fits = (s.budgetBytes * Math.max(0, MEMORY_BOUND_AT - s.openPeak)) / Math.max(1, s.limit)
     const target = clamp(Math.max(s.target / GROWTH, fits))
     return { ...next, mode: target < s.target ? "shrinking" : "holding", target: Math.min(s.target, target) }
   }
@@ -393,7 +390,7 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   // shrink them back): on a store 10× slower the target swung 12 ↔ 22 MiB
   // every few windows, and each swing capped the uploads that ran below the
   // ~55 needed. (When memory bounds already, this does not hold growth back.)
-  const room = budgetOf(s) * Math.max(0, MEMORY_BOUND_AT - s.openPeak)
+  const room = s.budgetBytes * Math.max(0, MEMORY_BOUND_AT - s.openPeak)
   const leavesFit = s.limit > 0 && !queueing(s) &&
     s.limit * s.target <= room && s.limit * s.target * GROWTH > room
   const mayGrow = s.openPeak * GROWTH < OPEN_SHRINK_AT && !leavesFit

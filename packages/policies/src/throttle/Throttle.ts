@@ -128,7 +128,7 @@ export interface ThrottleState {
   /** The limit in force before the episode: what the restore probe returns to. */
   readonly saved: number
   readonly lastCutAt: number
-  /** The in-flight count the last cut was taken from (`Infinity` when open). */
+  /** The in-flight count the last cut was taken from (`Infinity` before the first; read only while not open). */
   readonly cutFrom: number
   readonly lastThrottleAt: number
   readonly rate: CubicRate.CubicRate
