@@ -70,7 +70,7 @@ import type { BatchFailed } from "./stage/Uploader.ts"
  * | `keyPrefix` | "" | | prefix of every object key |
  * | `retry.maxAttempts` | 100 | integer ≥ 1 | attempts of one batch before `BatchFailed`, whatever the retry policy says |
  * | `retry.maxElapsed` | 15 minutes | > 0 | failing time of one batch (from its first failure) before `BatchFailed` |
- * | `retry.unreachableAttempts` | 3 | integer ≥ 1 | consecutive connection-refused / DNS failures (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, …) before `BatchFailed` |
+ * | `retry.unreachableFor` | 30 seconds | > 0 | how long one batch's connection-refused / DNS failures in a row (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, …) may last before `BatchFailed` (`RetryPolicy.UNREACHABLE_MILLIS` says why) |
  * | `maxVerifiedAhead` | 256 | integer ≥ 1 | verified batches of one partition that may wait behind an unverified one; past it the partition's new batches wait too (logged) |
  * | `compression` | "none" | "none", "gzip", "zstd" | codec of object bodies: compressed once per batch, the checksum, `objectBytes` and the upload samples' `bytes` (what policies see) are over the stored bytes; the manifest records the codec (read back with `Batch.decodeObject`) |
  * | `compressionLevel` | null | gzip 1–9, zstd 1–22, or null | the codec's level; null = its default (gzip 6, zstd 3); refused with "none" |
@@ -94,7 +94,7 @@ export const PipelineConfig = Schema.Struct({
   retry: Schema.Struct({
     maxAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(100))),
     maxElapsed: Config.PositiveMillis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("15 minutes"))),
-    unreachableAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(3)))
+    unreachableFor: Config.PositiveMillis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("30 seconds")))
   }).pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
   maxVerifiedAhead: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(256))),
   compression: Compression.Codec.pipe(Schema.withDecodingDefaultKey(Effect.succeed<Compression.Codec>("none"))),
@@ -360,7 +360,7 @@ const compressionOf = (config: PipelineConfig): Compression.Setting | undefined 
 const retryBudget = (config: PipelineConfig): RetryBudget => ({
   maxAttempts: config.retry.maxAttempts,
   maxElapsedMillis: config.retry.maxElapsed,
-  unreachableAttempts: config.retry.unreachableAttempts,
+  unreachableMillis: config.retry.unreachableFor,
   unreachableCodes: RetryPolicy.defaultBudget.unreachableCodes
 })
 

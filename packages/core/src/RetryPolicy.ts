@@ -7,10 +7,12 @@
  *   when none is provided: exponential backoff with per-batch jitter.
  * - The budget ({@link RetryBudget}) says when to stop, whatever the policy
  *   says: after `maxAttempts` attempts, after `maxElapsedMillis` of failures
- *   of one batch (15 minutes by default), or after `unreachableAttempts`
- *   consecutive failures with a code that means the store cannot be reached
- *   (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, … — adapters classify those as
- *   `Transient`, so the budget counts them by code). The pipeline checks it
+ *   of one batch (15 minutes by default), or once a batch's failures in a row
+ *   with a code that means the store cannot be reached (`ECONNREFUSED`,
+ *   `ENOTFOUND`, `EAI_AGAIN`, … — adapters classify those as `Transient`, so
+ *   the budget tells them by code) have lasted `unreachableMillis` (30 s by
+ *   default): a server restarting is ridden through, an endpoint that stays
+ *   refused fails the run within half a minute. The pipeline checks it
  *   before asking the policy ({@link exhausted}); giving up fails the run with
  *   `BatchFailed`, and nothing of that batch is committed.
  *
@@ -46,6 +48,8 @@ export interface RetryContext {
   readonly now: number
   /** Consecutive failures of this batch with this failure's code, this one included. */
   readonly sameCode: number
+  /** When the first of those `sameCode` failures happened (Clock ms; absent: taken as `firstFailureAt`). */
+  readonly sameCodeSince?: number | undefined
 }
 
 /**
@@ -65,7 +69,7 @@ export interface RetryPolicy {
 /**
  * When to stop retrying one batch, whatever the policy says. The pipeline's
  * budget comes from its config (`retry.maxAttempts`, `retry.maxElapsed`,
- * `retry.unreachableAttempts`) with {@link defaultBudget}'s codes.
+ * `retry.unreachableFor`) with {@link defaultBudget}'s codes.
  *
  * **Example**
  *
@@ -82,28 +86,46 @@ export interface RetryBudget {
   readonly maxAttempts: number
   /** Time from the batch's first failure after which it is not retried again. */
   readonly maxElapsedMillis: number
-  /** Consecutive failures with one of `unreachableCodes` after which the store counts as unreachable. */
-  readonly unreachableAttempts: number
+  /** How long one batch's failures in a row with one of `unreachableCodes` may last before the store counts as unreachable. */
+  readonly unreachableMillis: number
   /** Codes that mean the store cannot be reached at all (connection refused, DNS). */
   readonly unreachableCodes: ReadonlyArray<string>
 }
 
 /**
- * The default budget: 100 attempts, 15 minutes of failures for one batch, 3
- * consecutive connection-refused / DNS failures.
+ * How long a store may refuse connections (or not resolve) before a batch
+ * gives up: 30 s.
+ *
+ * **Details**
+ *
+ * Long enough for what takes a store away for seconds — a process restart
+ * (versitygw 0.3 s here; a JVM service on unclean logs 12 s), a load
+ * balancer's failover after two or three 10 s health checks — and short
+ * enough that a wrong endpoint, port or host name fails the run within half a
+ * minute of start. It was 3 attempts in a row (~0.3 s with the default
+ * backoff), which a server killed and restarted in 1 s already exceeded
+ * (`npm run faults -- --only s3-kill`).
+ *
+ * @since 0.4.0
+ */
+export const UNREACHABLE_MILLIS = 30_000
+
+/**
+ * The default budget: 100 attempts, 15 minutes of failures for one batch, 30
+ * seconds of connection-refused / DNS failures in a row.
  *
  * **Details**
  *
  * With the default backoff (capped at 30 s) 15 minutes is ~35 attempts, so
  * the elapsed time is the bound that binds; `maxAttempts` bounds policies
- * that retry fast.
+ * that retry fast. {@link UNREACHABLE_MILLIS} says why 30 s.
  *
  * @since 0.2.0
  */
 export const defaultBudget: RetryBudget = {
   maxAttempts: 100,
   maxElapsedMillis: 15 * 60_000,
-  unreachableAttempts: 3,
+  unreachableMillis: UNREACHABLE_MILLIS,
   unreachableCodes: ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]
 }
 
@@ -118,8 +140,10 @@ export const defaultBudget: RetryBudget = {
  * import { RetryPolicy } from "@sluice/core"
  *
  * const refused = { failureClass: "Transient", code: "ECONNREFUSED", status: undefined, stage: "object_upload", retryAfterMillis: undefined } as const
- * RetryPolicy.exhausted(RetryPolicy.defaultBudget, refused, 3, { key: "k", firstFailureAt: 0, now: 1_000, sameCode: 3 })
- * // "store unreachable: 3 consecutive ECONNREFUSED"
+ * RetryPolicy.exhausted(RetryPolicy.defaultBudget, refused, 3, { key: "k", firstFailureAt: 0, now: 1_000, sameCode: 3, sameCodeSince: 0 })
+ * // undefined: refused for 1 s, within the 30 s
+ * RetryPolicy.exhausted(RetryPolicy.defaultBudget, refused, 9, { key: "k", firstFailureAt: 0, now: 31_000, sameCode: 9, sameCodeSince: 0 })
+ * // "store unreachable: ECONNREFUSED for 31 s (9 attempts in a row; budget 30 s)"
  * ```
  *
  * @since 0.2.0
@@ -136,8 +160,11 @@ export const exhausted = (
   if (elapsed >= budget.maxElapsedMillis) {
     return `retry budget spent: failing for ${Math.round(elapsed / 1000)} s (budget ${Math.round(budget.maxElapsedMillis / 1000)} s)`
   }
-  if (budget.unreachableCodes.includes(failure.code) && context.sameCode >= budget.unreachableAttempts) {
-    return `store unreachable: ${context.sameCode} consecutive ${failure.code}`
+  if (budget.unreachableCodes.includes(failure.code)) {
+    const refusedFor = context.now - (context.sameCodeSince ?? context.firstFailureAt)
+    if (refusedFor >= budget.unreachableMillis) {
+      return `store unreachable: ${failure.code} for ${Math.round(refusedFor / 1000)} s (${context.sameCode} attempts in a row; budget ${Math.round(budget.unreachableMillis / 1000)} s)`
+    }
   }
   return undefined
 }

@@ -126,16 +126,33 @@ describe("Uploader retries", () => {
       expect(logs.lines.filter((l) => l.message.includes("retrying")).length).toBeGreaterThan(20)
     }))
 
-  it.effect("connection refused and DNS failures are fatal after 3 consecutive attempts", () =>
+  it.effect("connection refused and DNS failures end the run once they have lasted 30 s in a row (retry.unreachableFor)", () =>
     Effect.gen(function*() {
       for (const code of ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]) {
         const source = Memory.source({ name: "t", partitions: 1, records: 100, recordBytes: 16 })
         const sink = Memory.sink({ fault: () => failure("Transient", code, "object_upload", undefined) })
-        const exit = yield* runVirtual(Pipeline.run({ source, sink }), { stepMillis: 100, maxMillis: 60_000 })
+        const started = yield* Clock.currentTimeMillis
+        const exit = yield* runVirtual(Pipeline.run({ source, sink }), { stepMillis: 100, maxMillis: 120_000 })
+        const ended = yield* Clock.currentTimeMillis
         const error = failOf(exit)
-        expect(error?._tag === "BatchFailed" && error.attempts).toBe(3)
-        expect(error?._tag === "BatchFailed" && error.message).toContain(`store unreachable: 3 consecutive ${code}`)
+        expect(error?._tag).toBe("BatchFailed")
+        expect(error?._tag === "BatchFailed" && error.message).toContain(`store unreachable: ${code} for`)
+        // Not before the budget, and at the first failure after it (backoff ≤ 30 s).
+        expect(ended - started).toBeGreaterThanOrEqual(30_000)
+        expect(ended - started).toBeLessThanOrEqual(30_000 + 31_000)
       }
+    }))
+
+  it.effect("a store that refuses connections for seconds (a restart) is ridden through: every record committed", () =>
+    Effect.gen(function*() {
+      // 7 refusals in a row: ~12 s of backoff (100 ms doubling), within the 30 s.
+      let refusals = 7
+      const source = Memory.source({ name: "t", partitions: 1, records: 100, recordBytes: 16 })
+      const sink = Memory.sink({ fault: (op) => op === "putObject" && refusals-- > 0 ? failure("Transient", "ECONNREFUSED", "object_upload", undefined) : undefined })
+      const exit = yield* runVirtual(Pipeline.run({ source, sink }), { stepMillis: 100, maxMillis: 120_000 })
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(refusals).toBeLessThan(0)
+      expect(source.committed.get(0)).toBe(100)
     }))
 
   it.effect("jitter is per batch: batches throttled on the same attempt retry at different instants", () =>
@@ -255,8 +272,11 @@ describe("RetryPolicy", () => {
     expect(RetryPolicy.exhausted(budget, transient, 100, ctx)).toContain("100 attempts")
     expect(RetryPolicy.exhausted(budget, transient, 2, { ...ctx, now: 15 * 60_000 })).toContain("failing for 900 s")
     const refused = { ...transient, code: "ECONNREFUSED" }
-    expect(RetryPolicy.exhausted(budget, refused, 2, { ...ctx, sameCode: 2 })).toBeUndefined()
-    expect(RetryPolicy.exhausted(budget, refused, 3, { ...ctx, sameCode: 3 })).toContain("store unreachable")
+    // Refused in a row for less than 30 s: retried, however many attempts; from 30 s: unreachable.
+    expect(RetryPolicy.exhausted(budget, refused, 9, { ...ctx, now: 29_999, sameCode: 9, sameCodeSince: 0 })).toBeUndefined()
+    expect(RetryPolicy.exhausted(budget, refused, 9, { ...ctx, now: 30_000, sameCode: 9, sameCodeSince: 0 })).toContain("store unreachable: ECONNREFUSED for 30 s")
+    // The run of refusals counts from its own first failure, not the batch's.
+    expect(RetryPolicy.exhausted(budget, refused, 9, { ...ctx, now: 40_000, sameCode: 2, sameCodeSince: 20_000 })).toBeUndefined()
     // bounded() applies the same budget to any policy.
     const forever: RetryPolicy.RetryPolicy = { delayMillis: () => 10 }
     expect(RetryPolicy.bounded(forever).delayMillis(transient, 100, ctx)).toBeUndefined()

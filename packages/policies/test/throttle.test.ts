@@ -337,9 +337,10 @@ describe("Throttle", () => {
     expect(retry.delayMillis(transient, 10, context(15 * 60_000))).toBeUndefined()
     // 100 attempts: given up, however fast they failed.
     expect(retry.delayMillis(transient, 100, context(1_000))).toBeUndefined()
-    // Connection refused three times in a row: the store is unreachable.
+    // Connection refused in a row for 30 s: the store is unreachable; for 1 s: retried (a restart).
     const refused = { ...transient, code: "ECONNREFUSED", status: undefined }
-    expect(retry.delayMillis(refused, 3, context(1_000, 3))).toBeUndefined()
+    expect(retry.delayMillis(refused, 3, context(1_000, 3))).toBeGreaterThan(0)
+    expect(retry.delayMillis(refused, 9, context(30_000, 9))).toBeUndefined()
     // A budget of its own.
     const short = Throttle.retryPolicy(config({ maxAttempts: 5, maxElapsedMillis: "1 minute" }))
     expect(short.delayMillis(transient, 2, context(61_000))).toBeUndefined()

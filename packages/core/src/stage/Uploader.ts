@@ -91,9 +91,10 @@ export interface UploadState {
   readonly receipt: PutReceipt | undefined
   /** When the batch first failed (Clock ms), for the retry budget. */
   readonly firstFailureAt: number | undefined
-  /** The code of the last failure and how many failures in a row had it. */
+  /** The code of the last failure, how many failures in a row had it, and when the first of them happened (Clock ms). */
   readonly lastCode: string | undefined
   readonly sameCode: number
+  readonly sameCodeSince: number | undefined
 }
 
 /**
@@ -119,7 +120,8 @@ export const initial = (batch: SealedBatch): UploadState => ({
   receipt: undefined,
   firstFailureAt: undefined,
   lastCode: undefined,
-  sameCode: 0
+  sameCode: 0,
+  sameCodeSince: undefined
 })
 
 /**
@@ -153,7 +155,8 @@ export const retried = (
   receipt: error._tag === "VerificationFailed" ? undefined : failed.receipt,
   firstFailureAt: failed.firstFailureAt ?? now,
   lastCode: code,
-  sameCode: failed.lastCode === code ? failed.sameCode + 1 : 1
+  sameCode: failed.lastCode === code ? failed.sameCode + 1 : 1,
+  sameCodeSince: failed.lastCode === code ? failed.sameCodeSince ?? now : now
 })
 
 /**
@@ -406,7 +409,8 @@ const decide = (
       key: failed.batch.key,
       firstFailureAt: next.firstFailureAt ?? now,
       now,
-      sameCode: next.sameCode
+      sameCode: next.sameCode,
+      sameCodeSince: next.sameCodeSince
     }
     const spent = RetryPolicy.exhausted(deps.budget, failure, failed.attempt, context)
     const delay = spent === undefined ? deps.retry.delayMillis(failure, failed.attempt, context) : undefined

@@ -415,7 +415,7 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<t
  *   `SEED`, the code and the attempt.
  * - A stated **budget**, the shape of the core's (`RetryPolicy.bounded`):
  *   `maxAttempts` attempts of one batch, `maxElapsedMillis` since its first
- *   failure, or 3 consecutive "unreachable" codes (connection refused, DNS);
+ *   failure, or 30 s of "unreachable" codes in a row (connection refused, DNS);
  *   then `undefined` (the pipeline fails with `BatchFailed`).
  *
  * **Example**
