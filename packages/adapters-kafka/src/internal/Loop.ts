@@ -5,11 +5,19 @@
  * positions that need it; fetch the active partitions, asking for at most the
  * buffer's room; queue the chunks.
  *
+ * A broker that cannot be reached (killed, restarting, a leader gone with its
+ * node) is ridden through: a failed round that the client marks retriable is
+ * tried again after a backoff (100 ms doubling to 2 s), its metadata
+ * refreshed, for as long as commits wait for one (`rebalanceTimeout` in group
+ * mode, `requestTimeout` in assign mode); then the stream fails, naming how
+ * long. The first failure of a streak is logged.
+ *
  * @internal
  */
 import { Source } from "@sluice/core"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import * as Assignment from "./Assignment.ts"
+import { isRetriable } from "./client.ts"
 import type { Context } from "./Context.ts"
 import type { EventBuffer } from "./EventBuffer.ts"
 import * as Fetcher from "./Fetcher.ts"
@@ -35,6 +43,44 @@ const groupFailure = (name: string, error: unknown) =>
     cause: error
   })
 
+/** First and longest wait between rounds while the broker cannot be reached (the commits' backoff). */
+const UNAVAILABLE_FIRST_MILLIS = 100
+const UNAVAILABLE_MAX_MILLIS = 2_000
+
+/** How long the loop rides through an unreachable broker: as long as a commit waits for one. */
+const unavailableBudget = (ctx: Context): number =>
+  ctx.config.mode.kind === "group" ? ctx.config.mode.rebalanceTimeout : ctx.config.requestTimeout
+
+/**
+ * `effect` (one client round trip or round), tried again while it fails with
+ * an error the client marks retriable, within {@link unavailableBudget} from
+ * the first failure of the streak.
+ */
+export const rideThrough = <A>(ctx: Context, what: string, effect: Effect.Effect<A, Source.SourceError>): Effect.Effect<A, Source.SourceError> => {
+  const budget = unavailableBudget(ctx)
+  const go = (attempts: number, since: number | undefined): Effect.Effect<A, Source.SourceError> =>
+    Effect.catch(effect, (error) =>
+      Effect.gen(function*() {
+        if (!isRetriable(error.cause)) return yield* Effect.fail(error)
+        const now = yield* Clock.currentTimeMillis
+        const first = since ?? now
+        if (now - first >= budget) {
+          return yield* new Source.SourceError({
+            source: ctx.name,
+            operation: error.operation,
+            message: `${what}: broker unreachable for ${Math.round((now - first) / 1000)} s (${attempts} attempts; budget ${Math.round(budget / 1000)} s): ${error.message}`,
+            cause: error.cause
+          })
+        }
+        if (attempts === 1) yield* Effect.logWarning(`sluice: ${ctx.name}: ${what} failed (${error.message}); retrying for up to ${Math.round(budget / 1000)} s`)
+        // Leaders may have moved (a node gone): ask for fresh metadata next round.
+        ctx.consumer.clearMetadata()
+        yield* Effect.sleep(Math.min(UNAVAILABLE_MAX_MILLIS, UNAVAILABLE_FIRST_MILLIS * 2 ** (attempts - 1)))
+        return yield* go(attempts + 1, first)
+      }))
+  return go(1, undefined)
+}
+
 /**
  * Runs until the stream ends (`until: "caught-up"` in assign mode: every
  * partition reached the end offset seen at assignment) or fails.
@@ -51,13 +97,13 @@ export const run = ({ buffer, ctx, gate, membership, partitionsCount }: Parts): 
       // Revokes go first, paused or not, buffer full or not.
       yield* Assignment.applyPending(ctx, membership, buffer)
       if (!mayFetch()) continue
-      yield* Positions.check(ctx, buffer)
+      yield* rideThrough(ctx, "position check", Positions.check(ctx, buffer))
       const active = [...ctx.parts.values()].filter((s) => !(caughtUp && s.endAt >= 0 && s.next >= s.endAt))
       if (active.length === 0) {
         if (caughtUp && ctx.config.mode.kind === "assign") return
         yield* Effect.sleep(Math.max(10, ctx.config.fetch.maxWait))
         continue
       }
-      buffer.offerData(yield* round(active, buffer.room()))
+      buffer.offerData(yield* rideThrough(ctx, "fetch", round(active, buffer.room())))
     }
   })
