@@ -38,7 +38,7 @@ HEAP_OPTS="${SLUICE_KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
 START_TIMEOUT="${SLUICE_KAFKA_START_TIMEOUT:-90}"
 STOP_TIMEOUT="${SLUICE_KAFKA_STOP_TIMEOUT:-30}"
 
-SERVICES="$REPO_ROOT/.services"
+SERVICES="${SLUICE_SERVICES_DIR:-$REPO_ROOT/.services}" # SLUICE_SERVICES_DIR: a second instance elsewhere (npm run faults)
 PID_FILE="$SERVICES/kafka.pid"
 LOG_FILE="$SERVICES/kafka.log"   # log4j2 output
 OUT_FILE="$SERVICES/kafka.out"   # the JVM's own stdout/stderr (crashes, early errors)
@@ -228,6 +228,18 @@ cmd_up() {
       -t "$cluster_id" -c "$props" >>"$OUT_FILE" 2>&1 \
     || { show_log_tail; die "StorageTool format failed"; }
 
+  launch "$data" "$props" "cluster $cluster_id"
+  write_env_file
+  log "ready on 127.0.0.1:$PORT in $((SECONDS - start))s (pid $(read_pid_file)); env in $ENV_FILE"
+}
+
+read_pid_file() { tr -dc '0-9' <"$PID_FILE" 2>/dev/null; }
+
+# Starts the broker JVM on an existing, formatted data dir ($1, its properties $2) and
+# waits until it answers metadata; what it says it started goes after "started pid N (".
+launch() {
+  local data="$1" props="$2" what="$3" cp="$LIBS/*" pid
+  local java_common=(-Dlog4j2.configurationFile="$LOG4J_CONF" -Dsluice.kafka.logFile="$LOG_FILE" -Djava.awt.headless=true)
   # shellcheck disable=SC2086
   setsid nohup java -server $HEAP_OPTS \
       -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
@@ -237,7 +249,7 @@ cmd_up() {
       </dev/null >>"$OUT_FILE" 2>&1 &
   pid=$!
   echo "$pid" >"$PID_FILE"
-  log "started pid $pid (cluster $cluster_id, data $data); waiting for 127.0.0.1:$PORT ..."
+  log "started pid $pid ($what, data $data); waiting for 127.0.0.1:$PORT ..."
 
   local deadline=$((SECONDS + START_TIMEOUT))
   while :; do
@@ -257,8 +269,27 @@ cmd_up() {
     fi
     sleep 0.25
   done
-  write_env_file
-  log "ready on 127.0.0.1:$PORT in $((SECONDS - start))s (pid $pid); env in $ENV_FILE"
+}
+
+# The fault runs (examples/faults): SIGKILL the broker, its data kept, as a crash
+# leaves it; `start` brings it back on the same data (no format), as a restart does.
+cmd_kill() {
+  local pid
+  pid="$(running_pid)" || die "not running"
+  kill -KILL "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  rm -f "$PID_FILE"
+  log "killed pid $pid (SIGKILL); data kept in $(cat "$DATA_FILE")"
+}
+
+cmd_start() {
+  running_pid >/dev/null && die "already running"
+  [[ -f "$DATA_FILE" ]] || die "no data dir of a killed broker (run up)"
+  local data start=$SECONDS
+  data="$(cat "$DATA_FILE")"
+  PORT="$(running_port)"
+  launch "$data" "$data/server.properties" "restart on kept data"
+  log "ready again on 127.0.0.1:$PORT in $((SECONDS - start))s (pid $(read_pid_file))"
 }
 
 write_env_file() {
@@ -319,6 +350,8 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
-    *) echo "usage: $0 install|up|down|status" >&2; exit 2 ;;
+    kill) cmd_kill ;;
+    start) cmd_start ;;
+    *) echo "usage: $0 install|up|down|status|kill|start" >&2; exit 2 ;;
   esac
 fi

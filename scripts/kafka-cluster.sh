@@ -6,6 +6,7 @@
 #   scripts/kafka-cluster.sh status   # exit 0 when all 3 nodes run and each lists 3 brokers
 #   scripts/kafka-cluster.sh down     # stop every node (TERM, then KILL), delete data and certificates
 #   scripts/kafka-cluster.sh stop-node N    # controlled shutdown of node N (1..3), its data kept
+#   scripts/kafka-cluster.sh kill-node N    # SIGKILL node N (a crash), its data kept
 #   scripts/kafka-cluster.sh start-node N   # start node N again on its data, wait until it serves
 #
 # Topology: 3 nodes, each `process.roles=broker,controller` (combined mode), node ids 1..3,
@@ -136,7 +137,7 @@ start_node_process() { # node data
   echo $! >"$DIR/node-$n.pid"
 }
 
-valid_node() { [[ "${1:-}" =~ ^[1-3]$ ]] || { echo "usage: $0 stop-node|start-node 1|2|3" >&2; exit 2; }; }
+valid_node() { [[ "${1:-}" =~ ^[1-3]$ ]] || { echo "usage: $0 stop-node|kill-node|start-node 1|2|3" >&2; exit 2; }; }
 
 # Controlled shutdown (SIGTERM): the node leaves every ISR and hands over what it leads
 # before it exits; its data stays for start-node.
@@ -156,6 +157,20 @@ cmd_stop_node() {
   rm -f "$DIR/node-$n.pid"
   write_cluster_env
   clog "node $n stopped"
+}
+
+# A crash (SIGKILL): no controlled shutdown, so the controller moves the node's
+# leaderships only once its broker session times out; its data stays for start-node.
+cmd_kill_node() {
+  valid_node "${1:-}"
+  local n=$1 pid
+  BASE="$(running_base)"
+  pid="$(node_pid "$n")" || { clog "node $n is not running"; return 0; }
+  kill -KILL "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  rm -f "$DIR/node-$n.pid"
+  write_cluster_env
+  clog "node $n killed (SIGKILL)"
 }
 
 cmd_start_node() {
@@ -310,5 +325,6 @@ case "${1:-}" in
   status) cmd_cluster_status ;;
   stop-node) cmd_stop_node "${2:-}" ;;
   start-node) cmd_start_node "${2:-}" ;;
-  *) echo "usage: $0 up|down|status|stop-node N|start-node N" >&2; exit 2 ;;
+  kill-node) cmd_kill_node "${2:-}" ;;
+  *) echo "usage: $0 up|down|status|stop-node N|kill-node N|start-node N" >&2; exit 2 ;;
 esac

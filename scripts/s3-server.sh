@@ -5,6 +5,8 @@
 #   scripts/s3-server.sh up        start it on 127.0.0.1:$SLUICE_S3_PORT (default 19000), wait until ready
 #   scripts/s3-server.sh down      stop it and delete its data folder
 #   scripts/s3-server.sh status    exit 0 if running and healthy, 1 otherwise
+#   scripts/s3-server.sh kill      SIGKILL it (a crash), its data and state kept (examples/faults)
+#   scripts/s3-server.sh start     start it again on the kept data, port and keys, wait until ready
 #
 # After `up`, .services/s3.env holds SLUICE_S3_ENDPOINT / _ACCESS_KEY / _SECRET_KEY / _REGION.
 # Log: .services/s3.log   pid: .services/s3.pid   (.services/ at the repo root)
@@ -15,6 +17,9 @@
 #   SLUICE_S3_ACCESS_KEY      root access key (else ROOT_ACCESS_KEY, else "sluice")
 #   SLUICE_S3_SECRET_KEY      root secret key (else ROOT_SECRET_KEY, else "sluicesecret")
 #   SLUICE_S3_START_TIMEOUT   seconds to wait for readiness (default 30)
+#   SLUICE_S3_DATA_SIZE       if set (e.g. 64m): the data folder is a tmpfs of that size, so a
+#                             test can fill the server's disk (mount needs root; `up` fails
+#                             saying so otherwise); unmounted by `down`
 # See scripts/S3-SERVERS.md for what this server does and does not support.
 set -euo pipefail
 
@@ -22,7 +27,7 @@ VERSITYGW_MODULE="github.com/versity/versitygw"
 VERSITYGW_VERSION="v1.8.0" # pinned; the only version the Go module proxy lists (checked 2026-11)
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SERVICES_DIR="$REPO_ROOT/.services"
+SERVICES_DIR="${SLUICE_SERVICES_DIR:-$REPO_ROOT/.services}" # SLUICE_SERVICES_DIR: a second instance elsewhere (npm run faults)
 PID_FILE="$SERVICES_DIR/s3.pid"
 LOG_FILE="$SERVICES_DIR/s3.log"
 ENV_FILE="$SERVICES_DIR/s3.env"
@@ -112,6 +117,7 @@ cleanup_state() {
   data_dir="$(state_get DATA_DIR)"
   # Only ever delete a folder this script created.
   if [[ -n "$data_dir" && -d "$data_dir" && "$(basename "$data_dir")" == sluice-s3.* ]]; then
+    if mountpoint -q "$data_dir"; then umount "$data_dir" || log "could not unmount $data_dir"; fi
     rm -rf -- "$data_dir"
   fi
   rm -f -- "$PID_FILE" "$STATE_FILE" "$ENV_FILE"
@@ -154,7 +160,19 @@ $(tail -n 30 "$LOG_FILE" 2>/dev/null)"
     echo "SECRET_KEY=$SECRET_KEY"
   } >"$STATE_FILE"
 
+  if [[ -n "${SLUICE_S3_DATA_SIZE:-}" ]]; then
+    mount -t tmpfs -o "size=$SLUICE_S3_DATA_SIZE" sluice-s3 "$data_dir" 2>/dev/null \
+      || { cleanup_state; die "SLUICE_S3_DATA_SIZE=$SLUICE_S3_DATA_SIZE: cannot mount a tmpfs on $data_dir (needs root)"; }
+  fi
   : >"$LOG_FILE"
+  launch "$data_dir"
+  write_env "$PORT" "$ACCESS_KEY" "$SECRET_KEY"
+  log "versitygw $VERSITYGW_VERSION up (pid $(read_pid)) at http://$HOST:$PORT, data in $data_dir; env in $ENV_FILE"
+}
+
+# Starts versitygw on data folder $1 with this instance's port and keys; waits until ready.
+launch() {
+  local data_dir="$1" pid
   # Keys go through versitygw's documented env vars, not argv (keeps them out of `ps`).
   # setsid: the server outlives the shell that ran `up`, until `down`.
   # --keep-alive: versitygw answers every request with `Connection: close` without
@@ -181,8 +199,28 @@ $(tail -n 30 "$LOG_FILE")"
     fi
     sleep 0.2
   done
-  write_env "$PORT" "$ACCESS_KEY" "$SECRET_KEY"
-  log "versitygw $VERSITYGW_VERSION up (pid $pid) at http://$HOST:$PORT, data in $data_dir; env in $ENV_FILE"
+}
+
+cmd_kill() {
+  local pid
+  pid="$(read_pid)"
+  is_our_process "$pid" || die "not running"
+  kill -KILL "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  log "killed versitygw (pid $pid, SIGKILL); data kept in $(state_get DATA_DIR)"
+}
+
+cmd_start() {
+  local pid data_dir
+  pid="$(read_pid)"
+  is_our_process "$pid" && die "already running (pid $pid)"
+  data_dir="$(state_get DATA_DIR)"
+  [[ -n "$data_dir" && -d "$data_dir" ]] || die "no kept data of a killed instance (run up)"
+  PORT="$(state_get PORT)"
+  ACCESS_KEY="$(state_get ACCESS_KEY)"
+  SECRET_KEY="$(state_get SECRET_KEY)"
+  launch "$data_dir"
+  log "versitygw up again (pid $(read_pid)) at http://$HOST:$PORT on kept data $data_dir"
 }
 
 cmd_down() {
@@ -220,8 +258,10 @@ case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
+  kill) cmd_kill ;;
+  start) cmd_start ;;
   *)
-    echo "usage: $0 {install|up|down|status}" >&2
+    echo "usage: $0 {install|up|down|status|kill|start}" >&2
     exit 2
     ;;
 esac

@@ -20,7 +20,7 @@ MODULE="github.com/Shopify/toxiproxy/v2"
 VERSION="v2.5.0" # pinned; the Go module proxy lists v2.3.0 and v2.5.0 (checked 2026-12-01)
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SERVICES_DIR="$REPO_ROOT/.services"
+SERVICES_DIR="${SLUICE_SERVICES_DIR:-$REPO_ROOT/.services}" # SLUICE_SERVICES_DIR: a second instance elsewhere (npm run faults)
 PID_FILE="$SERVICES_DIR/toxiproxy.pid"
 LOG_FILE="$SERVICES_DIR/toxiproxy.log"
 ENV_FILE="$SERVICES_DIR/toxiproxy.env"
