@@ -52,6 +52,8 @@ export interface Options {
   readonly progressEvery?: Duration.Input | undefined
   /** TLS to the brokers (see `KafkaToS3.ArchiveOptions.tls`). */
   readonly tls?: KafkaToS3.ArchiveOptions["tls"]
+  /** Wraps the sink (see `KafkaToS3.ArchiveOptions.wrapSink`). */
+  readonly wrapSink?: KafkaToS3.ArchiveOptions["wrapSink"]
   /** Called once, with why the archiver drains. */
   readonly onStop?: ((reason: StopReason) => void) | undefined
 }
@@ -100,7 +102,9 @@ export const run = (options: Options) =>
       name: options.name,
       config: options.settings.pipeline,
       policies: options.settings.policies,
-      tls: options.tls
+      tls: options.tls,
+      sink: options.settings.s3,
+      wrapSink: options.wrapSink
     })
     // The Kafka source's name is the topic: `messaging.destination.name`.
     const identity: Metrics.Identity = { pipeline: options.name, topic: options.topic }

@@ -1,10 +1,13 @@
 /**
  * The archiver's knobs, read from one JSON file (`archiver.json` beside this
- * module): the pipeline's config and the config of each default policy.
+ * module): the pipeline's config, the config of each default policy, and the
+ * S3 sink's config but what the command line and environment give (bucket,
+ * endpoint, region, credentials).
  *
  * ```json
  * { "pipeline": { "memoryBudget": "256 MiB", "batch": { "maxAge": "5 seconds" } },
- *   "policies": { "deliveryRate": { "floor": 1, "ceiling": 256 }, "shared": { "highWater": 0.8 } } }
+ *   "policies": { "deliveryRate": { "floor": 1, "ceiling": 256 }, "shared": { "highWater": 0.8 } },
+ *   "s3": { "requestTimeout": "30 seconds", "multipartThreshold": "16 MiB" } }
  * ```
  *
  * Every part is decoded with the schema its component decodes it with
@@ -14,9 +17,11 @@
  */
 import { readFileSync } from "node:fs"
 import { Config, Pipeline } from "@sluice/core"
+import { S3Config } from "@sluice/adapter-s3"
 import { AdaptiveBatch, DeliveryRate, SharedPressure, Throttle } from "@sluice/policies"
 import type { Composition } from "@sluice/policies"
 import { Effect } from "effect"
+import type { SinkSettings } from "../src/KafkaToS3.ts"
 
 /** The knobs, decoded (defaults filled in). */
 export interface Settings {
@@ -27,6 +32,8 @@ export interface Settings {
     readonly shared: SharedPressure.SharedPressureConfig
     readonly batch: AdaptiveBatch.AdaptiveBatchConfig
   }
+  /** The S3 sink's settings as written (checked against `S3Config` at load; the sink decodes them again with its bucket). */
+  readonly s3: SinkSettings
   /**
    * The lowest upload concurrency the policies may set: the combiner takes
    * the minimum of the proposals, each at or above its policy's floor.
@@ -34,7 +41,11 @@ export interface Settings {
   readonly concurrencyFloor: number
 }
 
-const KEYS = ["pipeline", "policies"]
+const KEYS = ["pipeline", "policies", "s3"]
+/** The sink's keys the command line and environment set, not the settings file. */
+const S3_FIXED = ["bucket", "endpoint", "region", "credentials", "forcePathStyle", "checksumAlgorithm"]
+/** A bucket name that passes `S3Config`'s check, to decode the file's `s3` part before the real bucket is known. */
+const PLACEHOLDER_BUCKET = "settings-check"
 const POLICY_KEYS = ["deliveryRate", "throttle", "shared", "batch"]
 
 const record = (component: string, value: unknown, keys: ReadonlyArray<string>): Effect.Effect<Record<string, unknown>, Config.ConfigError> => {
@@ -59,6 +70,8 @@ export const decode = (data: unknown): Effect.Effect<Settings, Config.ConfigErro
     const throttle: unknown = policies["throttle"] ?? {}
     const shared: unknown = policies["shared"] ?? {}
     const batch: unknown = policies["batch"] ?? {}
+    const s3 = yield* record("settings.s3", top["s3"], Object.keys(S3Config.S3Config.fields).filter((k) => !S3_FIXED.includes(k)))
+    yield* S3Config.decode({ ...s3, bucket: PLACEHOLDER_BUCKET })
     const decoded = {
       pipeline: yield* Config.decode("pipeline", Pipeline.PipelineConfig, pipeline),
       policies: {
@@ -68,7 +81,7 @@ export const decode = (data: unknown): Effect.Effect<Settings, Config.ConfigErro
         batch: yield* Config.decode("batch", AdaptiveBatch.AdaptiveBatchConfig, batch)
       }
     }
-    return { ...decoded, concurrencyFloor: Math.min(decoded.policies.deliveryRate.floor, decoded.policies.throttle.floor) }
+    return { ...decoded, s3: s3 as SinkSettings, concurrencyFloor: Math.min(decoded.policies.deliveryRate.floor, decoded.policies.throttle.floor) }
   })
 
 /** Reads and decodes a settings file. */

@@ -23,6 +23,7 @@ import { parseArgs } from "node:util"
 import { Effect } from "effect"
 import { onSignal, s3FromEnv } from "../src/KafkaToS3.ts"
 import * as Archiver from "./Archiver.ts"
+import * as KillHook from "./KillHook.ts"
 import * as Prometheus from "./Prometheus.ts"
 import * as Settings from "./Settings.ts"
 
@@ -43,7 +44,8 @@ const USAGE = `usage: node --conditions=@sluice/source examples/kafka-to-s3/main
   --tls-cert FILE           with --tls-key: a client certificate (PEM) for mTLS
   --tls-key FILE            its private key (PEM)
 
-environment: SLUICE_KAFKA_BROKERS, SLUICE_S3_ENDPOINT, SLUICE_S3_ACCESS_KEY, SLUICE_S3_SECRET_KEY [, SLUICE_S3_REGION]`
+environment: SLUICE_KAFKA_BROKERS, SLUICE_S3_ENDPOINT, SLUICE_S3_ACCESS_KEY, SLUICE_S3_SECRET_KEY [, SLUICE_S3_REGION]
+test only: SLUICE_TEST_KILL_AT=<gap>[:<n>] SIGKILLs the process at a gap (KillHook.ts; npm run faults)`
 
 /** A usage error: exit 2. */
 class Usage extends Error {}
@@ -103,7 +105,14 @@ const parse = () => {
   const tls = ca === undefined && cert === undefined
     ? undefined
     : { ...(ca === undefined ? {} : { ca }), ...(cert === undefined || key === undefined ? {} : { cert, key }) }
+  let killAt: KillHook.KillAt | undefined
+  try {
+    killAt = KillHook.parse(process.env[KillHook.ENV])
+  } catch (error) {
+    throw new Usage(error instanceof Error ? error.message : String(error))
+  }
   return {
+    killAt,
     tls,
     topic,
     bucket,
@@ -131,7 +140,9 @@ const main = (args: NonNullable<ReturnType<typeof parse>>) =>
     console.error(`kafka-to-s3: metrics at ${endpoint.url}`)
     console.error(
       `kafka-to-s3: ${args.topic} → s3://${args.bucket} (pipeline ${args.name}, group ${args.groupId}, memory budget ${mib(settings.pipeline.memoryBudget)}, ` +
-        `batch ≤ ${settings.pipeline.batch.records} records / ${mib(settings.pipeline.batch.bytes)} / ${settings.pipeline.batch.maxAge / 1000} s)`
+        // The adaptive batch policy sets the batch target (policies.batch), not pipeline.batch: its bounds are what holds.
+        `objects of ≤ ${settings.policies.batch.records} records, ${mib(settings.policies.batch.minBytes)}–${mib(settings.policies.batch.maxObjectBytes)} ` +
+        `(from ${mib(settings.policies.batch.initialBytes)}), sealed within ${(settings.policies.batch.maxAgeMillis > 0 ? settings.policies.batch.maxAgeMillis : settings.pipeline.batch.maxAge) / 1000} s)`
     )
     let reason: Archiver.StopReason | "ended" = "ended"
     const started = Date.now()
@@ -144,6 +155,7 @@ const main = (args: NonNullable<ReturnType<typeof parse>>) =>
       settings,
       meterProvider: endpoint.meterProvider,
       tls: args.tls,
+      wrapSink: args.killAt === undefined ? undefined : KillHook.wrap(args.killAt),
       stop: onSignal,
       maxDuration: args.maxSeconds === undefined ? undefined : `${args.maxSeconds} seconds`,
       untilCommitted: args.untilCommitted,

@@ -19,7 +19,9 @@
 import { KafkaSource } from "@sluice/adapter-kafka"
 import type { KafkaConfig } from "@sluice/adapter-kafka"
 import { S3Sink } from "@sluice/adapter-s3"
+import type { S3Config } from "@sluice/adapter-s3"
 import { Pipeline } from "@sluice/core"
+import type { Sink } from "@sluice/core"
 import { Composition } from "@sluice/policies"
 import { Deferred, Effect } from "effect"
 import type { Duration } from "effect"
@@ -51,7 +53,14 @@ export interface ArchiveOptions {
   readonly policies?: Composition.DefaultsConfig | undefined
   /** TLS to the brokers (mTLS with `cert` + `key`; PEM text), as `KafkaSource` takes it (default: plaintext). */
   readonly tls?: KafkaConfig.KafkaConfigInput["tls"] | undefined
+  /** The rest of the S3 sink's config (request timeout, multipart threshold, part size, …; default: the sink's). */
+  readonly sink?: SinkSettings | undefined
+  /** Wraps the sink before the pipeline gets it (the fault runs' kill hook, `examples/kafka-to-s3/KillHook.ts`). */
+  readonly wrapSink?: ((sink: S3Sink.S3Sink) => Sink.Sink) | undefined
 }
+
+/** The S3 sink's config but what `ArchiveOptions.s3` and the archiver fix (bucket, endpoint, region, credentials, addressing, checksum). */
+export type SinkSettings = Omit<S3Config.S3ConfigInput, "bucket" | "endpoint" | "region" | "credentials" | "forcePathStyle" | "checksumAlgorithm">
 
 /**
  * The S3 endpoint and credentials the local services export
@@ -89,6 +98,7 @@ export const start = (options: ArchiveOptions) =>
       ...(options.tls === undefined ? {} : { tls: options.tls })
     })
     const sink = yield* S3Sink.make({
+      ...options.sink,
       bucket: options.s3.bucket,
       endpoint: options.s3.endpoint,
       region: options.s3.region,
@@ -98,7 +108,7 @@ export const start = (options: ArchiveOptions) =>
     })
     return yield* Pipeline.start({
       source,
-      sink,
+      sink: options.wrapSink === undefined ? sink : options.wrapSink(sink),
       config: options.config ?? defaultConfig,
       policies: Composition.defaults(options.policies ?? {}),
       meterProvider: options.meterProvider,
