@@ -12,9 +12,13 @@ export interface FaultRow {
   readonly records: number
   /** Produced records the audit found in verified objects. */
   readonly found: number
-  /** Produced records not found in any verified object at the end (must be 0). */
+  /** Records committed but not in any verified object — the audit's holes, gone for good (must be 0). */
   readonly lost: number
-  /** Records found in more than one verified object (harmless, counted and bounded). */
+  /**
+   * Records in verified objects that overlap earlier ones with equal content
+   * (harmless: a batch verified but not committed before a kill, archived again
+   * after the restart). Counted over whole overlapping objects, so an upper bound.
+   */
   readonly duplicates: number
   /** Seconds from the fault's end to the next commit (the worst over injections), `null` when nothing was committed after it. */
   readonly recoverySeconds: number | null
