@@ -21,6 +21,7 @@ import type { Scope } from "effect"
 import { beforeEach, describe, expect, it } from "vitest"
 import type * as Audit from "../src/Audit.ts"
 import * as AuditCli from "../src/AuditCli.ts"
+import * as AuditS3 from "../src/AuditS3.ts"
 import * as S3Sink from "../src/S3Sink.ts"
 import { batchOf, bigBatch } from "./support/Batches.ts"
 import * as Env from "./support/Env.ts"
@@ -319,4 +320,31 @@ describe("sluice audit --abort-orphans against the real server", () => {
       await proxy.close()
     }
   }, 60_000)
+
+  it("a run lists and aborts at most MAX_UPLOADS_LISTED (1 000) uploads and says so; the next run takes the rest", async () => {
+    const bucket = await Env.newBucket("orphan-bound")
+    const c = Env.client()
+    try {
+      const keys = Array.from({ length: AuditS3.MAX_UPLOADS_LISTED + 1 }, (_, i) => `orders/p=00000/crash-${String(i).padStart(4, "0")}.rec`)
+      for (let i = 0; i < keys.length; i += 50) {
+        await Promise.all(keys.slice(i, i + 50).map((Key) => c.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key }))))
+      }
+    } finally {
+      c.destroy()
+    }
+    const listed = await audit(bucket)
+    expect(listed.report.orphanedUploads).toHaveLength(1_000)
+    expect(listed.report.orphanedUploadsTruncated).toBe(true)
+    expect(listed.text).toContain("listing stopped at 1000 multipart uploads: more may exist")
+    const once = await audit(bucket, "--abort-orphans", "--older-than", "0s", "--concurrency", "16")
+    expect(once.report.aborts?.aborted).toHaveLength(1_000)
+    expect(once.report.aborts?.truncated).toBe(true)
+    expect(once.text).toContain("listing stopped at 1000 multipart uploads: run again for the rest")
+    expect(once.report).toMatchObject({ ok: false, orphanedUploads: [{ key: "orders/p=00000/crash-1000.rec" }], orphanedUploadsTruncated: false })
+    expect(once.code).toBe(1)
+    const twice = await audit(bucket, "--abort-orphans", "--older-than", "0s")
+    expect(twice.report.aborts?.aborted).toMatchObject([{ key: "orders/p=00000/crash-1000.rec" }])
+    expect(twice.code).toBe(0)
+    expect(await pendingUploads(bucket)).toEqual([])
+  }, 120_000)
 })
