@@ -16,8 +16,9 @@
  * that audit is what it prints and what sets the exit code.
  * Exit codes: 0 the archive is proven complete and intact, 1 it is not (or
  * the bucket could not be read, or an abort failed), 2 bad usage (the
- * message names the flag and value). The flags are decoded with an `effect/Schema` ({@link AuditConfig}),
- * every bad input is a tagged error, printed without a stack trace.
+ * message names the flag and value). The flags are decoded with an
+ * `effect/Schema` ({@link AuditConfig}), every bad input is a tagged error,
+ * printed without a stack trace.
  *
  * @since 0.3.0
  */
@@ -49,12 +50,13 @@ export const usage = `usage:
   --committed <list>    committed offsets (the next offset to read), e.g. orders:0=1200,orders:1=980;
                         each partition must be archived up to offset - 1
   --part-size <size>    part size of SHA256 multipart uploads (default 8 MiB; others are tried too)
-  --concurrency <n>     objects read at once, 1..64 (default 4)
-  --abort-orphans       first abort the orphaned multipart uploads (AbortMultipartUpload) initiated longer
-                        ago than --older-than, one line each, then audit (that audit sets the exit code);
-                        at most ${AuditS3.MAX_UPLOADS_LISTED} per run. The operator does this, not the archiver at start: another
-                        archiver of the same consumer group may own the partition and be mid-upload. A bucket
-                        lifecycle rule (AbortIncompleteMultipartUpload) is the store-side alternative
+  --concurrency <n>     objects read (and uploads aborted) at once, 1..64 (default 4)
+  --abort-orphans       first abort (AbortMultipartUpload) the orphaned multipart uploads initiated longer
+                        ago than --older-than, one line each, then audit: that audit is printed and sets the
+                        exit code; at most ${AuditS3.MAX_UPLOADS_LISTED} uploads a run. The operator does this, not the archiver
+                        at start: another archiver of the same consumer group may own the partition and be
+                        mid-upload. A bucket lifecycle rule (AbortIncompleteMultipartUpload) is the
+                        store-side alternative
   --older-than <dur>    with --abort-orphans: only uploads initiated longer ago than this, e.g. 30m, 2h, 0s
                         (default 1h: 60 x the sink's 60 s request timeout; a live upload is younger)
   --json                print the report as one JSON object on the last line
@@ -499,7 +501,7 @@ export const main = async (
     ...(credentials !== undefined ? { credentials } : {})
   }
   const program = Effect.scoped(Effect.gen(function*() {
-    const client = yield* AuditS3.client(connection, config.bucket)
+    const client = yield* AuditS3.makeClient(connection, config.bucket)
     // aborts first, so the audit printed (and the exit code) is of the bucket after them
     const aborts = config.abortOrphans
       ? yield* AuditS3.abortOrphans(client, {
@@ -509,6 +511,14 @@ export const main = async (
         concurrency: config.concurrency
       })
       : undefined
+    // printed before the audit, so they are reported even when the audit fails
+    if (aborts !== undefined) {
+      const { lines, errors } = summarizeAborts(aborts, config.olderThan)
+      yield* Effect.sync(() => {
+        for (const line of lines) print(line)
+        for (const line of errors) printError(line)
+      })
+    }
     const report = yield* AuditS3.run(client, {
       bucket: config.bucket,
       prefix: config.prefix,
@@ -525,9 +535,6 @@ export const main = async (
     return code
   }
   const { aborts, report } = exit.value
-  const abortLines = aborts === undefined ? undefined : summarizeAborts(aborts, config.olderThan)
-  for (const line of abortLines?.lines ?? []) print(line)
-  for (const line of abortLines?.errors ?? []) printError(line)
   for (const line of summarize(config.bucket, report)) print(line)
   if (config.json) {
     const abortsJson = aborts === undefined ? {} : {

@@ -320,14 +320,14 @@ const abortUpload = (request: Request.Request, upload: Audit.PendingUpload): Eff
  * import { AuditS3 } from "@sluice/adapter-s3"
  *
  * const report = Effect.scoped(Effect.flatMap(
- *   AuditS3.client({ endpoint: "http://127.0.0.1:19000", forcePathStyle: true }, "archive"),
+ *   AuditS3.makeClient({ endpoint: "http://127.0.0.1:19000", forcePathStyle: true }, "archive"),
  *   (client) => AuditS3.run(client, { bucket: "archive" })
  * ))
  * ```
  *
  * @since 0.3.0
  */
-export const client = (connection: Connection, bucket: string): Effect.Effect<S3Client, Config.ConfigError, Scope.Scope> =>
+export const makeClient = (connection: Connection, bucket: string): Effect.Effect<S3Client, Config.ConfigError, Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* S3Config.decode({
       bucket,
@@ -365,7 +365,7 @@ export const make = (
   connection: Connection,
   options: Options
 ): Effect.Effect<Audit.Report, AuditFailed | Config.ConfigError, Scope.Scope> =>
-  Effect.flatMap(client(connection, options.bucket), (c) => run(c, options))
+  Effect.flatMap(makeClient(connection, options.bucket), (c) => run(c, options))
 
 const failed = (request: Request.Request, operation: string) => (e: Failure.SinkFailure) =>
   new AuditFailed({ operation, bucket: request.bucket, code: e.code, status: e.status, message: e.message })

@@ -60,7 +60,8 @@ const auditAt = async (endpoint: string, bucket: string, ...flags: Array<string>
     (l) => err.push(l),
     { SLUICE_S3_ACCESS_KEY: e.accessKeyId, SLUICE_S3_SECRET_KEY: e.secretAccessKey, SLUICE_S3_REGION: e.region }
   )
-  const report = JSON.parse(out.at(-1) ?? "{}") as Audit.Report & { readonly aborts?: Aborts }
+  const last = out.at(-1) ?? ""
+  const report = JSON.parse(last.startsWith("{") ? last : "{}") as Audit.Report & { readonly aborts?: Aborts }
   return { code, text: out.join("\n"), err: err.join("\n"), report }
 }
 
@@ -316,6 +317,20 @@ describe("sluice audit --abort-orphans against the real server", () => {
       expect(report.ok).toBe(true)
       expect(text).toContain("CLEAN: every offset covered")
       expect(code).toBe(1)
+    } finally {
+      await proxy.close()
+    }
+  }, 60_000)
+
+  it("the aborts are printed even when the audit after them cannot read the bucket (exit 1)", async () => {
+    const { bucket, uploadId } = await crashed("orphan-then-unreadable")
+    const proxy = await FaultProxy.start(Env.env().endpoint, [{ method: "GET", query: /list-type=2/, fault: FaultProxy.accessDenied }])
+    try {
+      const { code, err, text } = await auditAt(proxy.endpoint, bucket, "--abort-orphans", "--older-than", "0s")
+      expect(text).toContain(`ABORTED multipart upload ${second.key} (upload ${uploadId}`)
+      expect(err).toContain(`sluice: cannot read s3://${bucket} (ListObjectsV2): AccessDenied`)
+      expect(code).toBe(1)
+      expect(await pendingUploads(bucket)).toEqual([])
     } finally {
       await proxy.close()
     }
