@@ -216,6 +216,7 @@ const elsewhere: Record<string, string> = {
   "npx sluice audit --bucket audit-demo --endpoint \"$SLUICE_S3_ENDPOINT\"": "packages/adapters-s3/test/Audit.test.ts (clean archive)",
   "npx sluice audit --bucket audit-demo --endpoint \"$SLUICE_S3_ENDPOINT\" --json | tail -n 1": "packages/adapters-s3/test/Audit.test.ts (--json)",
   "npx sluice audit --bucket audit-demo --endpoint \"$SLUICE_S3_ENDPOINT\" --committed orders:0=10000,orders:1=10500": "packages/adapters-s3/test/Audit.test.ts (--committed past the archive exits 1)",
+  "npx sluice audit --bucket audit-demo --endpoint \"$SLUICE_S3_ENDPOINT\" --abort-orphans": "packages/adapters-s3/test/Audit.test.ts (--abort-orphans: the 1h default keeps a fresh orphan; 0s aborts it and the audit after is CLEAN)",
   "bash scripts/s3-server.sh down": "scripts/test.sh (services down)",
   "npx vitest run packages/adapters-s3": "npm test",
   "npx vitest run packages/policies": "npm test",

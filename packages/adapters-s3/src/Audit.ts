@@ -38,7 +38,10 @@
  *   offset is the next one to read). A committed offset past the archive is a
  *   hole up to it: something was committed that no verified object holds.
  * - Every incomplete multipart upload under the prefix is a finding: the sink
- *   aborts its uploads on any failure, so one left behind is an orphan.
+ *   aborts its uploads on any failure, so one left behind is an orphan (a
+ *   SIGKILL mid-upload leaves one). {@link planAborts} decides which of them
+ *   an operator's `sluice audit --abort-orphans` may abort: only those
+ *   initiated longer ago than a live upload can last.
  *
  * **Limits**
  *
@@ -259,6 +262,8 @@ export interface Input {
   /** By object key; an object with a manifest but no entry here counts as unread. */
   readonly contents: ReadonlyMap<string, ContentRead>
   readonly uploads: ReadonlyArray<PendingUpload>
+  /** The upload listing stopped at its bound (`AuditS3.MAX_UPLOADS_LISTED`): more may exist. */
+  readonly uploadsTruncated?: boolean | undefined
   readonly committed?: ReadonlyArray<Committed> | undefined
 }
 
@@ -405,6 +410,8 @@ export interface Report {
   /** Sum of the retention gaps' `lostRecords`. */
   readonly lostRecords: number
   readonly orphanedUploads: ReadonlyArray<PendingUpload>
+  /** The upload listing stopped at its bound: `orphanedUploads` are the first ones, more may exist. */
+  readonly orphanedUploadsTruncated: boolean
   readonly unarchived: ReadonlyArray<Unarchived>
   readonly unrecognized: ReadonlyArray<string>
   readonly byPartition: ReadonlyArray<PartitionReport>
@@ -779,8 +786,74 @@ export const audit = (input: Input): Report => {
     retentionGaps,
     lostRecords: retentionGaps.reduce((n, g) => n + g.lostRecords, 0),
     orphanedUploads,
+    orphanedUploadsTruncated: input.uploadsTruncated === true,
     unarchived,
     unrecognized: classified.unrecognized,
     byPartition
   }
+}
+
+/**
+ * Which orphaned uploads `sluice audit --abort-orphans` aborts and which it
+ * keeps.
+ *
+ * @since 0.3.0
+ */
+export interface AbortPlan {
+  /** Initiated longer ago than `olderThanMillis`: no live archiver is still uploading them. */
+  readonly abort: ReadonlyArray<PendingUpload>
+  /** Younger (or of unknown age): a live archiver may be mid-upload; left alone. */
+  readonly keep: ReadonlyArray<PendingUpload>
+}
+
+/**
+ * Splits incomplete multipart uploads into those old enough to abort and
+ * those a live archiver may still be writing.
+ *
+ * **When to use**
+ *
+ * Before aborting orphans (`AuditS3.abortOrphans` calls it): an upload in the
+ * listing may belong to an archiver that is uploading right now (another
+ * member of the consumer group owns that partition), and aborting it would
+ * fail that put.
+ *
+ * **Details**
+ *
+ * An upload is aborted when `now - initiated > olderThanMillis` (the
+ * store's `Initiated`, which versitygw and AWS report to the second). With
+ * `olderThanMillis` 0 every upload is aborted, whatever its age (also one
+ * whose `initiated` is unknown, or ahead of `now` by clock skew); otherwise
+ * an upload whose age is unknown is kept: nothing proves it is not live.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Audit } from "@sluice/adapter-s3"
+ *
+ * const plan = Audit.planAborts(
+ *   [
+ *     { key: "orders/p=00000/a.rec", uploadId: "u1", initiated: "2026-12-01T10:00:00.000Z" },
+ *     { key: "orders/p=00001/b.rec", uploadId: "u2", initiated: "2026-12-01T11:59:30.000Z" }
+ *   ],
+ *   { now: Date.parse("2026-12-01T12:00:00.000Z"), olderThanMillis: 3_600_000 }
+ * )
+ * plan.abort.map((u) => u.uploadId) // ["u1"]
+ * plan.keep.map((u) => u.uploadId)  // ["u2"]: 30 s old, maybe live
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const planAborts = (
+  uploads: ReadonlyArray<PendingUpload>,
+  options: { readonly now: number; readonly olderThanMillis: number }
+): AbortPlan => {
+  const abort: Array<PendingUpload> = []
+  const keep: Array<PendingUpload> = []
+  for (const upload of uploads) {
+    const started = upload.initiated === undefined ? Number.NaN : Date.parse(upload.initiated)
+    const old = options.olderThanMillis === 0 || (Number.isFinite(started) && options.now - started > options.olderThanMillis)
+    if (old) abort.push(upload)
+    else keep.push(upload)
+  }
+  return { abort, keep }
 }

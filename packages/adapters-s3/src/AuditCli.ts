@@ -5,15 +5,20 @@
  * ```
  * sluice audit --bucket <b> [--prefix <p>] [--endpoint <url>] [--region <r>]
  *              [--committed <topic>:<partition>=<offset>,...] [--part-size <size>]
- *              [--concurrency <n>] [--json]
+ *              [--concurrency <n>] [--abort-orphans [--older-than <duration>]] [--json]
  * ```
  *
  * It reads the bucket (`AuditS3`), decides (`Audit`) and prints a summary;
  * with `--json` the last line of stdout is the report as one JSON object.
+ * With `--abort-orphans` it first aborts the orphaned multipart uploads
+ * initiated longer ago than `--older-than` (default 1h,
+ * `AuditS3.DEFAULT_OLDER_THAN_MILLIS`), one line per upload, then audits:
+ * that audit is what it prints and what sets the exit code.
  * Exit codes: 0 the archive is proven complete and intact, 1 it is not (or
- * the bucket could not be read), 2 bad usage (the message names the flag and
- * value). The flags are decoded with an `effect/Schema` ({@link AuditConfig}),
- * every bad input is a tagged error, printed without a stack trace.
+ * the bucket could not be read, or an abort failed), 2 bad usage (the
+ * message names the flag and value). The flags are decoded with an
+ * `effect/Schema` ({@link AuditConfig}), every bad input is a tagged error,
+ * printed without a stack trace.
  *
  * @since 0.3.0
  */
@@ -29,7 +34,8 @@ import * as AuditS3 from "./AuditS3.ts"
  */
 export const usage = `usage:
   sluice audit --bucket <bucket> [--prefix <prefix>] [--endpoint <url>] [--region <region>]
-               [--committed <topic>:<partition>=<offset>,...] [--part-size <size>] [--concurrency <n>] [--json]
+               [--committed <topic>:<partition>=<offset>,...] [--part-size <size>] [--concurrency <n>]
+               [--abort-orphans [--older-than <duration>]] [--json]
   sluice --help
 
   audit: proves, per partition, that every offset from the first archived to the last (or to the
@@ -44,13 +50,21 @@ export const usage = `usage:
   --committed <list>    committed offsets (the next offset to read), e.g. orders:0=1200,orders:1=980;
                         each partition must be archived up to offset - 1
   --part-size <size>    part size of SHA256 multipart uploads (default 8 MiB; others are tried too)
-  --concurrency <n>     objects read at once, 1..64 (default 4)
+  --concurrency <n>     objects read (and uploads aborted) at once, 1..64 (default 4)
+  --abort-orphans       first abort (AbortMultipartUpload) the orphaned multipart uploads initiated longer
+                        ago than --older-than, one line each, then audit: that audit is printed and sets the
+                        exit code; at most ${AuditS3.MAX_UPLOADS_LISTED} uploads a run. The operator does this, not the archiver
+                        at start: another archiver of the same consumer group may own the partition and be
+                        mid-upload. A bucket lifecycle rule (AbortIncompleteMultipartUpload) is the
+                        store-side alternative
+  --older-than <dur>    with --abort-orphans: only uploads initiated longer ago than this, e.g. 30m, 2h, 0s
+                        (default 1h: 60 x the sink's 60 s request timeout; a live upload is younger)
   --json                print the report as one JSON object on the last line
 
   credentials: $SLUICE_S3_ACCESS_KEY and $SLUICE_S3_SECRET_KEY when both are set, else the AWS SDK's
   default chain (AWS_ACCESS_KEY_ID, profiles, instance roles)
 
-exit codes: 0 clean, 1 findings (or the bucket could not be read), 2 bad usage`
+exit codes: 0 clean, 1 findings (or the bucket could not be read, or an abort failed), 2 bad usage`
 
 /**
  * The command line is wrong: an unknown command or flag, a missing or bad
@@ -76,7 +90,7 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 /**
  * The audit command's configuration, decoded from the flags' text: the
  * `--concurrency` and offsets as integers, `--part-size` as a byte size
- * (`"8 MiB"`, `"5242880"`).
+ * (`"8 MiB"`, `"5242880"`), `--older-than` as milliseconds (`"2h"`).
  *
  * **Example**
  *
@@ -88,7 +102,7 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
  *   bucket: "archive",
  *   committed: [{ source: "orders", partition: 0, offset: 1200 }],
  *   concurrency: "8"
- * }) // { bucket: "archive", prefix: "", concurrency: 8, partSize: 8388608, json: false, … }
+ * }) // { bucket: "archive", prefix: "", concurrency: 8, partSize: 8388608, abortOrphans: false, olderThan: 3600000, json: false, … }
  * ```
  *
  * @since 0.3.0
@@ -111,6 +125,10 @@ export const AuditConfig = Schema.Struct({
   concurrency: Schema.FiniteFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 64 })).pipe(
     Schema.withDecodingDefaultKey(Effect.succeed("4"))
   ),
+  abortOrphans: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
+  olderThan: Config.Millis.pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed<number | string>(AuditS3.DEFAULT_OLDER_THAN_MILLIS))
+  ),
   json: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false)))
 })
 
@@ -130,9 +148,23 @@ const flags: { readonly [K in keyof AuditConfig]-?: string } = {
   committed: "--committed",
   partSize: "--part-size",
   concurrency: "--concurrency",
+  abortOrphans: "--abort-orphans",
+  olderThan: "--older-than",
   json: "--json"
 }
-const valueFlags = ["--bucket", "--prefix", "--endpoint", "--region", "--committed", "--part-size", "--concurrency"] as const
+const valueFlags = [
+  "--bucket",
+  "--prefix",
+  "--endpoint",
+  "--region",
+  "--committed",
+  "--part-size",
+  "--concurrency",
+  "--older-than"
+] as const
+const switches = ["--json", "--abort-orphans"] as const
+type Switch = typeof switches[number]
+const isSwitch = (s: string): s is Switch => (switches as ReadonlyArray<string>).includes(s)
 type ValueFlag = typeof valueFlags[number]
 const isValueFlag = (s: string): s is ValueFlag => (valueFlags as ReadonlyArray<string>).includes(s)
 
@@ -213,14 +245,14 @@ export const parseArgs = (
   if (command === undefined) return usageError("", "a command is needed (audit)")
   if (command !== "audit") return usageError("", `unknown command ${command}${command.startsWith("-") ? "" : " (the command is audit)"}`)
   const values = new Map<ValueFlag, string>()
-  let json = false
+  const on = new Set<Switch>()
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i] ?? ""
     const eq = arg.indexOf("=")
     const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg
-    if (name === "--json") {
-      if (name !== arg) return usageError("--json", "--json takes no value")
-      json = true
+    if (isSwitch(name)) {
+      if (name !== arg) return usageError(name, `${name} takes no value`)
+      on.add(name)
       continue
     }
     if (!isValueFlag(name)) {
@@ -239,6 +271,9 @@ export const parseArgs = (
   }
   const bucket = values.get("--bucket")
   if (bucket === undefined) return usageError("--bucket", "--bucket is required")
+  if (values.has("--older-than") && !on.has("--abort-orphans")) {
+    return usageError("--older-than", "--older-than applies only with --abort-orphans")
+  }
   let committed: Array<Audit.Committed> | undefined
   const committedText = values.get("--committed")
   if (committedText !== undefined) {
@@ -249,13 +284,15 @@ export const parseArgs = (
   const region = values.get("--region") ?? env["SLUICE_S3_REGION"] ?? env["AWS_REGION"]
   const raw = {
     bucket,
-    json,
+    json: on.has("--json"),
+    abortOrphans: on.has("--abort-orphans"),
     ...(values.has("--prefix") ? { prefix: values.get("--prefix") } : {}),
     ...(values.has("--endpoint") ? { endpoint: values.get("--endpoint") } : {}),
     ...(region !== undefined && region !== "" ? { region } : {}),
     ...(committed !== undefined ? { committed } : {}),
     ...(values.has("--part-size") ? { partSize: values.get("--part-size") } : {}),
-    ...(values.has("--concurrency") ? { concurrency: values.get("--concurrency") } : {})
+    ...(values.has("--concurrency") ? { concurrency: values.get("--concurrency") } : {}),
+    ...(values.has("--older-than") ? { olderThan: values.get("--older-than") } : {})
   }
   const decoded = Schema.decodeUnknownResult(AuditConfig)(raw, { onExcessProperty: "error" })
   if (Result.isSuccess(decoded)) return Result.succeed({ _tag: "Audit", config: decoded.success })
@@ -328,8 +365,9 @@ export const summarize = (bucket: string, report: Audit.Report): Array<string> =
   for (const g of report.retentionGaps) {
     lines.push(`retention gap ${partitionName(g)} offsets ${g.expected}..${g.logStart - 1}: ${g.lostRecords} records deleted unread (${g.key})`)
   }
-  for (const u of report.orphanedUploads) {
-    lines.push(`ORPHANED multipart upload ${u.key} (upload ${u.uploadId}${u.initiated !== undefined ? `, started ${u.initiated}` : ""})`)
+  for (const u of report.orphanedUploads) lines.push(`ORPHANED multipart upload ${uploadText(u)}`)
+  if (report.orphanedUploadsTruncated) {
+    lines.push(`listing stopped at ${report.orphanedUploads.length} multipart uploads: more may exist`)
   }
   for (const c of report.unarchived) lines.push(`UNARCHIVED ${c.source}:${c.partition} committed ${c.committed}, no object in the bucket`)
   if (report.unmanifested.length > 0) {
@@ -345,6 +383,59 @@ export const summarize = (bucket: string, report: Audit.Report): Array<string> =
         `${report.objectFailures.length} object failures, ${report.conflicts} conflicts, ${report.orphanedUploads.length} orphaned uploads)`
   )
   return lines
+}
+
+const uploadText = (u: Audit.PendingUpload): string =>
+  `${u.key} (upload ${u.uploadId}${u.initiated !== undefined ? `, started ${u.initiated}` : ""})`
+
+/** Milliseconds as the largest whole unit of `--older-than` (`1h`, `90m`, `0s`). */
+const durationText = (millis: number): string =>
+  millis === 0
+    ? "0s"
+    : millis % 3_600_000 === 0
+    ? `${millis / 3_600_000}h`
+    : millis % 60_000 === 0
+    ? `${millis / 60_000}m`
+    : millis % 1_000 === 0
+    ? `${millis / 1_000}s`
+    : `${millis}ms`
+
+/**
+ * The lines of what `--abort-orphans` did: one per aborted upload (and per
+ * upload already gone), one for those kept as possibly live, one per failed
+ * abort (printed to stderr by {@link main}).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { AuditCli } from "@sluice/adapter-s3"
+ *
+ * const { lines } = AuditCli.summarizeAborts(
+ *   { aborted: [{ key: "orders/p=00000/a.rec", uploadId: "u1", initiated: "2026-12-01T10:00:00.000Z" }], gone: [], kept: [], failed: [], truncated: false },
+ *   3_600_000
+ * )
+ * // ["ABORTED multipart upload orders/p=00000/a.rec (upload u1, started 2026-12-01T10:00:00.000Z)"]
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const summarizeAborts = (
+  outcome: AuditS3.AbortOutcome,
+  olderThanMillis: number
+): { readonly lines: Array<string>; readonly errors: Array<string> } => {
+  const lines = outcome.aborted.map((u) => `ABORTED multipart upload ${uploadText(u)}`)
+  for (const u of outcome.gone) lines.push(`gone multipart upload ${uploadText(u)}: completed or aborted meanwhile`)
+  if (outcome.kept.length > 0) {
+    lines.push(
+      `kept ${outcome.kept.length} multipart uploads not initiated more than ${durationText(olderThanMillis)} ago ` +
+        `(--older-than): a live archiver may be writing them`
+    )
+  }
+  if (outcome.truncated) lines.push(`listing stopped at ${AuditS3.MAX_UPLOADS_LISTED} multipart uploads: run again for the rest`)
+  const errors = outcome.failed.map((f) =>
+    `sluice: FAILED abort of multipart upload ${f.key} (upload ${f.uploadId}) in s3://${f.bucket}: ${f.code}: ${f.message}`
+  )
+  return { lines, errors }
 }
 
 /** The message printed for a failure: the flag or request first, never a stack. */
@@ -370,9 +461,11 @@ const describe = (error: unknown): { readonly message: string; readonly code: nu
  * test or script that wants the output without spawning a process.
  *
  * **Details**: the summary goes to `print` (with `--json`, the report as one
- * JSON object last); errors to `printError`. 0 when the audit is clean, 1
- * when it is not or the bucket could not be read, 2 on bad usage (including
- * a bucket that does not exist).
+ * JSON object last, with `aborts` under `--abort-orphans`); errors to
+ * `printError`. 0 when the audit is clean, 1 when it is not, the bucket
+ * could not be read or an abort failed, 2 on bad usage (including a bucket
+ * that does not exist). With `--abort-orphans` the aborts' lines come
+ * first, then the audit made after them.
  *
  * **Example**
  *
@@ -402,28 +495,55 @@ export const main = async (
   }
   const config = parsed.success.config
   const credentials = credentialsOf(env)
-  const program = Effect.scoped(AuditS3.make(
-    {
-      region: config.region,
-      ...(config.endpoint !== undefined ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
-      ...(credentials !== undefined ? { credentials } : {})
-    },
-    {
+  const connection: AuditS3.Connection = {
+    region: config.region,
+    ...(config.endpoint !== undefined ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
+    ...(credentials !== undefined ? { credentials } : {})
+  }
+  const program = Effect.scoped(Effect.gen(function*() {
+    const client = yield* AuditS3.makeClient(connection, config.bucket)
+    // aborts first, so the audit printed (and the exit code) is of the bucket after them
+    const aborts = config.abortOrphans
+      ? yield* AuditS3.abortOrphans(client, {
+        bucket: config.bucket,
+        prefix: config.prefix,
+        olderThanMillis: config.olderThan,
+        concurrency: config.concurrency
+      })
+      : undefined
+    // printed before the audit, so they are reported even when the audit fails
+    if (aborts !== undefined) {
+      const { lines, errors } = summarizeAborts(aborts, config.olderThan)
+      yield* Effect.sync(() => {
+        for (const line of lines) print(line)
+        for (const line of errors) printError(line)
+      })
+    }
+    const report = yield* AuditS3.run(client, {
       bucket: config.bucket,
       prefix: config.prefix,
       committed: config.committed,
       partSize: config.partSize,
       concurrency: config.concurrency
-    }
-  ))
+    })
+    return { aborts, report }
+  }))
   const exit = await Effect.runPromiseExit(program)
   if (Exit.isFailure(exit)) {
     const { message, code } = describe(Cause.squash(exit.cause))
     printError(message)
     return code
   }
-  const report = exit.value
+  const { aborts, report } = exit.value
   for (const line of summarize(config.bucket, report)) print(line)
-  if (config.json) print(JSON.stringify({ bucket: config.bucket, prefix: config.prefix, ...report }))
-  return report.ok ? 0 : 1
+  if (config.json) {
+    const abortsJson = aborts === undefined ? {} : {
+      aborts: {
+        ...aborts,
+        failed: aborts.failed.map((f) => ({ key: f.key, uploadId: f.uploadId, code: f.code, status: f.status, message: f.message }))
+      }
+    }
+    print(JSON.stringify({ bucket: config.bucket, prefix: config.prefix, ...report, ...abortsJson }))
+  }
+  return report.ok && (aborts?.failed.length ?? 0) === 0 ? 0 : 1
 }

@@ -1,7 +1,8 @@
 /**
  * The audit's decisions on plain data (no server): coverage and holes,
  * overlap resolution, retention-gap accounting, checksum and record-count
- * checks, orphaned uploads; and the command line's usage errors.
+ * checks, orphaned uploads and which of them `--abort-orphans` may abort; and
+ * the command line's usage errors.
  */
 import { Batch, ObjectKey } from "@sluice/core"
 import { Result } from "effect"
@@ -281,6 +282,35 @@ describe("Audit.audit: object checks", () => {
     }))
     expect(report.ok).toBe(false)
     expect(report.orphanedUploads).toHaveLength(1)
+    expect(report.orphanedUploadsTruncated).toBe(false)
+    expect(Audit.audit({ ...input([]), uploads: report.orphanedUploads, uploadsTruncated: true }).orphanedUploadsTruncated).toBe(true)
+  })
+})
+
+describe("which orphans --abort-orphans aborts", () => {
+  const now = Date.parse("2026-12-01T12:00:00.000Z")
+  const at = (id: string, initiated: string | undefined): Audit.PendingUpload => ({ key: `orders/p=00000/${id}.rec`, uploadId: id, initiated })
+  const uploads = [
+    at("old", "2026-12-01T10:59:59.000Z"), // 1 h 1 s old
+    at("hour", "2026-12-01T11:00:00.000Z"), // exactly 1 h: not longer ago than 1 h
+    at("young", "2026-12-01T11:59:30.000Z"),
+    at("ahead", "2026-12-01T12:00:05.000Z"), // the store's clock ahead of ours
+    at("unknown", undefined),
+    at("garbled", "yesterday")
+  ]
+  const ids = (list: ReadonlyArray<Audit.PendingUpload>) => list.map((u) => u.uploadId)
+
+  it("only uploads initiated longer ago than olderThan are aborted; an unknown age is kept", () => {
+    const plan = Audit.planAborts(uploads, { now, olderThanMillis: 3_600_000 })
+    expect(ids(plan.abort)).toEqual(["old"])
+    expect(ids(plan.keep)).toEqual(["hour", "young", "ahead", "unknown", "garbled"])
+    expect(ids(Audit.planAborts(uploads, { now, olderThanMillis: 20_000 }).abort)).toEqual(["old", "hour", "young"])
+  })
+
+  it("olderThan 0 aborts every upload, whatever its age", () => {
+    const plan = Audit.planAborts(uploads, { now, olderThanMillis: 0 })
+    expect(ids(plan.abort)).toEqual(ids(uploads))
+    expect(plan.keep).toEqual([])
   })
 })
 
@@ -303,6 +333,10 @@ describe("sluice audit: usage", () => {
     [["audit", "--bucket", "archive", "--bucket", "other"], "--bucket is given twice"],
     [["audit", "--bucket", "archive", "--prefx", "p"], "unknown flag --prefx"],
     [["audit", "--bucket"], "--bucket needs a value"],
+    [["audit", "--bucket", "archive", "--older-than", "1h"], "--older-than applies only with --abort-orphans"],
+    [["audit", "--bucket", "archive", "--abort-orphans", "--older-than", "3600"], "--older-than:"],
+    [["audit", "--bucket", "archive", "--abort-orphans", "--older-than", "-1h"], "--older-than: Expected a duration"],
+    [["audit", "--bucket", "archive", "--abort-orphans=yes"], "--abort-orphans takes no value"],
     [["audti", "--bucket", "archive"], "unknown command audti"],
     [[], "a command is needed"]
   ])("%j exits 2: %s", async (argv, message) => {
@@ -325,8 +359,22 @@ describe("sluice audit: usage", () => {
         committed: [{ source: "orders", partition: 0, offset: 10 }, { source: "orders", partition: 1, offset: 20 }],
         partSize: 5 * 1024 * 1024,
         concurrency: 4,
+        abortOrphans: false,
+        olderThan: 3_600_000,
         json: true
       }
     })
+    const aborting = AuditCli.parseArgs(["audit", "--bucket", "archive", "--abort-orphans", "--older-than=0s"], {})
+    expect(Result.isSuccess(aborting) && aborting.success._tag === "Audit" && aborting.success.config).toMatchObject({
+      abortOrphans: true,
+      olderThan: 0
+    })
+    const byDefault = AuditCli.parseArgs(["audit", "--bucket", "archive", "--abort-orphans"], {})
+    expect(Result.isSuccess(byDefault) && byDefault.success._tag === "Audit" && byDefault.success.config).toMatchObject({
+      abortOrphans: true,
+      olderThan: 60 * 60_000
+    })
+    expect(out).toContain("--abort-orphans")
+    expect(out).toContain("AbortIncompleteMultipartUpload")
   })
 })
