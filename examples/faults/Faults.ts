@@ -419,7 +419,7 @@ export const all: ReadonlyArray<Fault> = [
   {
     name: "s3-kill",
     smoke: true,
-    run: killRestart("s3-kill", { smokeTimes: 1, fullTimes: 10, downMs: 1_000, gapMs: 1_500, kill: Services.s3.kill, start: Services.s3.start })
+    run: killRestart("s3-kill", { smokeTimes: 3, fullTimes: 10, downMs: 1_000, gapMs: 1_500, kill: Services.s3.kill, start: Services.s3.start })
   },
   { name: "s3-outage", smoke: false, run: s3Outage },
   {

@@ -25,7 +25,7 @@
  *
  * @since 0.2.0
  */
-import { Cause, Clock, Effect, Queue, Schema } from "effect"
+import { Cause, Clock, Deferred, Effect, Queue, Schema } from "effect"
 import type { Scope } from "effect"
 import * as Batch from "../Batch.ts"
 import type { SealedBatch } from "../Batch.ts"
@@ -251,9 +251,23 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
     let outstanding = 0
     const { stats } = deps
     const parked = new Parked()
+    // The store answered: when a batch last verified (Clock ms), and a signal the
+    // batches backing off because the store could not be reached wait on beside
+    // their delay — they retry as soon as it answers again, not after a backoff
+    // grown over earlier outages (a batch refused in two restarts waited 42 s
+    // after the second; npm run faults -- --only s3-kill).
+    let answeredAt = Number.NEGATIVE_INFINITY
+    let answered = Deferred.makeUnsafe<void>()
+    const storeAnswered = Effect.gen(function*() {
+      answeredAt = yield* Clock.currentTimeMillis
+      const waiting = answered
+      answered = Deferred.makeUnsafe<void>()
+      Deferred.doneUnsafe(waiting, Effect.void)
+    })
 
     const onVerified = (batch: SealedBatch) =>
       Effect.gen(function*() {
+        yield* storeAnswered
         stats.batchesVerified++
         stats.recordsVerified += batch.records
         stats.bytesVerified += batch.bytes
@@ -277,10 +291,12 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
       })
 
     const onFailed = (failed: UploadState, error: SinkFailure | VerificationFailed) =>
-      Effect.flatMap(decide(deps, failed, error), (decision) => {
+      Effect.flatMap(decide(deps, failed, error, answeredAt), (decision) => {
         if (decision._tag === "GiveUp") return deps.failCause(Cause.fail(decision.error))
         stats.queued++
-        return Effect.sleep(decision.delayMillis).pipe(Effect.andThen(Queue.offer(queue, decision.next)), Effect.forkIn(deps.scope), Effect.asVoid)
+        const backoff = Effect.sleep(decision.delayMillis)
+        const wait = decision.unreachable ? Effect.raceFirst(backoff, Deferred.await(answered)) : backoff
+        return wait.pipe(Effect.andThen(Queue.offer(queue, decision.next)), Effect.forkIn(deps.scope), Effect.asVoid)
       })
 
     const process = (state: UploadState) =>
@@ -391,15 +407,20 @@ const logHeld = (deps: UploaderDeps, batch: SealedBatch) =>
 /**
  * The retry decision after a failed attempt: give up (the budget is spent, or
  * the policy says so) with the `BatchFailed` to end the run, or retry after a
- * delay — logged and counted.
+ * delay — logged and counted. `answeredAt` is when the store last answered
+ * (any batch verified): a store that answered since this batch's refusals
+ * began has been unreachable for at most `now - answeredAt`, so the
+ * unreachable budget counts from then. `unreachable`: the failure's code says
+ * the store could not be reached (the retry may go early once it answers).
  */
 const decide = (
   deps: UploaderDeps,
   failed: UploadState,
-  error: SinkFailure | VerificationFailed
+  error: SinkFailure | VerificationFailed,
+  answeredAt: number
 ): Effect.Effect<
   | { readonly _tag: "GiveUp"; readonly error: BatchFailed }
-  | { readonly _tag: "Retry"; readonly delayMillis: number; readonly next: UploadState }
+  | { readonly _tag: "Retry"; readonly delayMillis: number; readonly next: UploadState; readonly unreachable: boolean }
 > =>
   Effect.gen(function*() {
     const failure = Failure.classify(error)
@@ -410,7 +431,7 @@ const decide = (
       firstFailureAt: next.firstFailureAt ?? now,
       now,
       sameCode: next.sameCode,
-      sameCodeSince: next.sameCodeSince
+      sameCodeSince: Math.max(next.sameCodeSince ?? now, answeredAt)
     }
     const spent = RetryPolicy.exhausted(deps.budget, failure, failed.attempt, context)
     const delay = spent === undefined ? deps.retry.delayMillis(failure, failed.attempt, context) : undefined
@@ -430,7 +451,7 @@ const decide = (
         delayMillis: delay
       })
     )
-    return { _tag: "Retry", delayMillis: delay, next } as const
+    return { _tag: "Retry", delayMillis: delay, next, unreachable: deps.budget.unreachableCodes.includes(failure.code) } as const
   })
 
 /**
