@@ -73,11 +73,13 @@ const killRestart = (
     readonly gapMs: number
     readonly kill: () => void
     readonly start: () => void
+    /** Records of the full run: enough for every injection to land mid-run (8 000 records/s). */
+    readonly fullRecords: number
   }
 ): Fault["run"] =>
 async (context) => {
   const times = count(context, options.smokeTimes, options.fullTimes)
-  const records = count(context, 60_000, 400_000)
+  const records = count(context, 60_000, options.fullRecords)
   const world = await Run.prepare(context.endpoints, context.reportDir, name, { records, partitions: 4, recordBytes: 150, settings: settings() })
   try {
     const archiver = world.archiver()
@@ -213,7 +215,7 @@ const PROXY_PORT = Number(process.env["SLUICE_FAULTS_PROXY_PORT"] ?? "18580")
  */
 const network = (
   name: string,
-  toxic: Services.Toxic,
+  toxics: ReadonlyArray<Services.Toxic>,
   options: {
     readonly smokeMs: number
     readonly fullMs: number
@@ -232,10 +234,11 @@ async (context) => {
     const firstCommit = await world.committedBeyond(0, FIRST_COMMIT_MS, archiver)
     const forMs = count(context, options.smokeMs, options.fullMs)
     const before = world.committed()
-    await toxi.add(`faults-${name}`, toxic)
+    for (const toxic of toxics) await toxi.add(`faults-${name}`, toxic)
     await Run.sleep(forMs)
     const during = world.committed() - before
-    await toxi.remove(`faults-${name}`, toxic.name)
+    // Last added first: the toxic nearest the client goes before the ones behind it.
+    for (const toxic of [...toxics].reverse()) await toxi.remove(`faults-${name}`, toxic.name)
     const removed = Date.now()
     await world.committedBeyond(world.committed(), RECOVER_MS, archiver)
     const recovery = world.recoverySeconds(removed)
@@ -243,7 +246,8 @@ async (context) => {
     const done = await world.allCommitted(FINISH_MS, archiver)
     const exit = await world.stop(archiver)
     const audit = await world.audit()
-    context.log(`${name}: ${toxic.type} for ${forMs} ms; ${during} records committed during it; next commit ${String(recovery)} s after`)
+    const codes = [...archiver.output().matchAll(/code: '([^']+)'/g)].reduce((m, c) => m.set(c[1] ?? "", (m.get(c[1] ?? "") ?? 0) + 1), new Map<string, number>())
+    context.log(`${name}: ${toxics.map((t) => t.type).join(" + ")} for ${forMs} ms; ${during} records committed during it; next commit ${String(recovery)} s after; retries by code ${JSON.stringify(Object.fromEntries(codes))}`)
     return Run.row(world, name, {
       injected: firstCommit ? 1 : 0,
       audit,
@@ -419,44 +423,64 @@ export const all: ReadonlyArray<Fault> = [
   {
     name: "s3-kill",
     smoke: true,
-    run: killRestart("s3-kill", { smokeTimes: 3, fullTimes: 10, downMs: 1_000, gapMs: 1_500, kill: Services.s3.kill, start: Services.s3.start })
+    run: killRestart("s3-kill", { smokeTimes: 3, fullTimes: 10, downMs: 1_000, gapMs: 1_500, kill: Services.s3.kill, start: Services.s3.start, fullRecords: 400_000 })
   },
   { name: "s3-outage", smoke: false, run: s3Outage },
   {
     name: "broker-kill",
     smoke: true,
-    run: killRestart("broker-kill", { smokeTimes: 1, fullTimes: 5, downMs: 2_000, gapMs: 2_000, kill: Services.broker.kill, start: Services.broker.start })
+    run: killRestart("broker-kill", { smokeTimes: 1, fullTimes: 5, downMs: 2_000, gapMs: 2_000, kill: Services.broker.kill, start: Services.broker.start, fullRecords: 1_000_000 })
   },
   {
     name: "stall",
     smoke: true,
     // Every connection stalls (data dropped, the socket left open) for the window: each request
     // times out (the 5 s request timeout) and its batch retries; after it, uploads go on.
-    run: network("stall", { name: "stall", type: "timeout", stream: "upstream", toxicity: 1, attributes: { timeout: 0 } }, { smokeMs: 8_000, fullMs: 30_000, retriedWith: /code: 'TimeoutError'|RequestTimeout|ETIMEDOUT/ })
+    run: network("stall", [{ name: "stall", type: "timeout", stream: "upstream", toxicity: 1, attributes: { timeout: 0 } }], {
+      smokeMs: 8_000,
+      fullMs: 30_000,
+      retriedWith: /code: 'TimeoutError'/
+    })
   },
   {
     name: "reset",
     smoke: false,
-    // A third of the connections reset (RST) 50 ms into a request: mid-body for bodies of this size.
-    run: network("reset", { name: "reset", type: "reset_peer", stream: "upstream", toxicity: 0.3, attributes: { timeout: 50 } }, { smokeMs: 6_000, fullMs: 20_000 })
+    // Bodies slowed to 256 KB/s (a 300 KB object takes ~1.2 s) and every connection reset (RST)
+    // 500 ms after it opens or the toxic lands: mid-body for every request in flight.
+    run: network("reset", [
+      { name: "slow", type: "bandwidth", stream: "upstream", toxicity: 1, attributes: { rate: 256 } },
+      { name: "reset", type: "reset_peer", stream: "downstream", toxicity: 1, attributes: { timeout: 500 } }
+    ], { smokeMs: 6_000, fullMs: 20_000, retriedWith: /code: '(ECONNRESET|EPIPE)'/ })
   },
   {
     name: "cut-mid-body",
     smoke: false,
-    // The connection closes (FIN) after 64 KiB upstream: a body cut short.
-    run: network("cut-mid-body", { name: "cut", type: "limit_data", stream: "upstream", toxicity: 0.5, attributes: { bytes: 65_536 } }, { smokeMs: 6_000, fullMs: 20_000 })
+    // Each connection closed (FIN) once 64 KiB went up it: every body above that is cut short.
+    run: network("cut-mid-body", [{ name: "cut", type: "limit_data", stream: "upstream", toxicity: 1, attributes: { bytes: 65_536 } }], {
+      smokeMs: 6_000,
+      fullMs: 20_000,
+      retriedWith: /code: '(ECONNRESET|EPIPE|TimeoutError)'/
+    })
   },
   {
     name: "slow-close",
     smoke: false,
-    // Closing delayed 10 s: a half-open close.
-    run: network("slow-close", { name: "slow", type: "slow_close", stream: "downstream", toxicity: 1, attributes: { delay: 10_000 } }, { smokeMs: 6_000, fullMs: 20_000 })
+    // A half-open close: each connection's answers stop after 16 KiB down it, and its close is
+    // held back 10 s; the request waiting on it times out (5 s) and its batch retries.
+    run: network("slow-close", [
+      { name: "stop", type: "limit_data", stream: "downstream", toxicity: 1, attributes: { bytes: 16_384 } },
+      { name: "slow", type: "slow_close", stream: "downstream", toxicity: 1, attributes: { delay: 10_000 } }
+    ], { smokeMs: 6_000, fullMs: 20_000, retriedWith: /code: '(TimeoutError|ECONNRESET|EPIPE)'/ })
   },
   {
     name: "bandwidth-zero",
     smoke: false,
-    // 1 KB/s each way for 30 s: the store there but next to no bytes through.
-    run: network("bandwidth-zero", { name: "bw", type: "bandwidth", stream: "upstream", toxicity: 1, attributes: { rate: 1 } }, { smokeMs: 8_000, fullMs: 30_000 })
+    // 1 KB/s up for 30 s: the store there, next to no bytes through (each request times out).
+    run: network("bandwidth-zero", [{ name: "bw", type: "bandwidth", stream: "upstream", toxicity: 1, attributes: { rate: 1 } }], {
+      smokeMs: 8_000,
+      fullMs: 30_000,
+      retriedWith: /code: 'TimeoutError'/
+    })
   },
   { name: "kill-after-put", smoke: false, run: aimedKill("after-put") },
   { name: "kill-after-manifest", smoke: false, run: aimedKill("after-manifest") },

@@ -50,6 +50,9 @@ export const cluster = {
   startNode: (n: number) => script("kafka-cluster.sh", "start-node", String(n))
 }
 
+/** Bound on one toxiproxy API call. */
+const TOXIPROXY_CALL_MS = 120_000
+
 /** A toxic as toxiproxy's API takes it (https://github.com/Shopify/toxiproxy#toxics). */
 export interface Toxic {
   readonly name: string
@@ -68,7 +71,9 @@ export const toxiproxy = (url: string) => {
       method,
       headers: { "content-type": "application/json" },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(10_000)
+      // Removing a toxic waits for each connection's stub to drain, up to 5 s a connection
+      // (toxiproxy's link.go): a bandwidth toxic over a dozen connections takes tens of seconds.
+      signal: AbortSignal.timeout(TOXIPROXY_CALL_MS)
     })
     if (!response.ok && !(method === "DELETE" && response.status === 404)) {
       throw new ServiceCommandFailed(`toxiproxy ${method} ${path}: ${response.status} ${await response.text()}`)

@@ -111,6 +111,39 @@ export interface RetryBudget {
 export const UNREACHABLE_MILLIS = 30_000
 
 /**
+ * Codes that say the store gave no answer at all — the connection refused or
+ * not resolved ({@link defaultBudget}'s `unreachableCodes`), reset or cut, or
+ * the request timed out (`TimeoutError` is the AWS SDK's name for its
+ * `requestTimeout`) — as opposed to an answer that refused the request (a 5xx
+ * or a throttle).
+ *
+ * **Details**
+ *
+ * A batch backing off after one of these retries as soon as the store answers
+ * another request (the pipeline's uploader wakes it when a batch is verified):
+ * what failed was the connection, not the batch, so once the store answers the
+ * batch's grown backoff only delays it. With the S3 server stalled 30 s
+ * (`npm run faults -- --only stall`) the archiver committed again 20 s after
+ * the stall ended, waiting out backoffs grown during it. An answer that refused
+ * the batch is not woken early: retrying it whenever another batch succeeds
+ * would spend its attempts in seconds.
+ *
+ * @since 0.4.0
+ */
+export const NO_ANSWER_CODES: ReadonlyArray<string> = [
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ECONNRESET",
+  "EPIPE",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "TimeoutError"
+]
+
+/**
  * The default budget: 100 attempts, 15 minutes of failures for one batch, 30
  * seconds of connection-refused / DNS failures in a row.
  *

@@ -143,27 +143,35 @@ describe("Uploader retries", () => {
       }
     }))
 
-  it.effect("batches backing off because the store refused them retry as soon as it answers again, not after their grown backoff", () =>
+  it.effect("batches backing off because the store gave no answer retry as soon as it answers again, not after their grown backoff", () =>
     Effect.gen(function*() {
-      // The store refuses every PUT for the first 20 s; a batch is sealed every second.
+      // The store fails every PUT for the first 20 s; a batch is sealed every second.
       // The first batch's backoff (100 ms doubling) has it retry at ~25.5 s; a batch
-      // sealed later is verified at ~21-23 s, and the others retry then, not later.
-      let down = true
-      const source = Memory.source({ name: "t", partitions: 1, records: 10_000, recordBytes: 16, chunkRecords: 1_000, intervalMillis: 1_000 })
-      const sink = Memory.sink({ fault: (op) => op === "putObject" && down ? failure("Transient", "ECONNREFUSED", "object_upload", undefined) : undefined })
-      const started = yield* Clock.currentTimeMillis
-      const program = Effect.gen(function*() {
-        yield* Effect.forkChild(Effect.sleep("20 seconds").pipe(Effect.andThen(Effect.sync(() => {
-          down = false
-        }))))
-        return yield* Pipeline.run({ source, sink, config: { batch: { records: 1_000, maxAge: "500 millis" } } })
-      })
-      const exit = yield* runVirtual(program, { stepMillis: 100, maxMillis: 120_000 })
-      const ended = yield* Clock.currentTimeMillis
-      expect(Exit.isSuccess(exit)).toBe(true)
-      expect(source.committed.get(0)).toBe(10_000)
-      expect(ended - started).toBeGreaterThanOrEqual(20_000)
-      expect(ended - started).toBeLessThan(24_000)
+      // sealed later is verified at ~21-23 s. With a no-answer code (refused, timed
+      // out) the others retry then; with a 500 (an answer) they wait their backoff.
+      const run = (code: string) =>
+        Effect.gen(function*() {
+          let down = true
+          const source = Memory.source({ name: "t", partitions: 1, records: 10_000, recordBytes: 16, chunkRecords: 1_000, intervalMillis: 1_000 })
+          const sink = Memory.sink({ fault: (op) => op === "putObject" && down ? failure("Transient", code, "object_upload", undefined) : undefined })
+          const started = yield* Clock.currentTimeMillis
+          const program = Effect.gen(function*() {
+            yield* Effect.forkChild(Effect.sleep("20 seconds").pipe(Effect.andThen(Effect.sync(() => {
+              down = false
+            }))))
+            return yield* Pipeline.run({ source, sink, config: { batch: { records: 1_000, maxAge: "500 millis" } } })
+          })
+          const exit = yield* runVirtual(program, { stepMillis: 100, maxMillis: 120_000 })
+          expect(Exit.isSuccess(exit)).toBe(true)
+          expect(source.committed.get(0)).toBe(10_000)
+          return (yield* Clock.currentTimeMillis) - started
+        })
+      for (const code of ["ECONNREFUSED", "TimeoutError", "ECONNRESET"]) {
+        const took = yield* run(code)
+        expect(took, code).toBeGreaterThanOrEqual(20_000)
+        expect(took, code).toBeLessThan(24_000)
+      }
+      expect(yield* run("InternalError")).toBeGreaterThanOrEqual(25_000)
     }))
 
   it.effect("a store that refuses connections for seconds (a restart) is ridden through: every record committed", () =>

@@ -252,9 +252,9 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
     const { stats } = deps
     const parked = new Parked()
     // The store answered: when a batch last verified (Clock ms), and a signal the
-    // batches backing off because the store could not be reached wait on beside
-    // their delay — they retry as soon as it answers again, not after a backoff
-    // grown over earlier outages (a batch refused in two restarts waited 42 s
+    // batches backing off because the store gave no answer (RetryPolicy.NO_ANSWER_CODES)
+    // wait on beside their delay — they retry as soon as it answers again, not after a
+    // backoff grown over earlier outages (a batch refused in two restarts waited 42 s
     // after the second; npm run faults -- --only s3-kill).
     let answeredAt = Number.NEGATIVE_INFINITY
     let answered = Deferred.makeUnsafe<void>()
@@ -295,7 +295,7 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
         if (decision._tag === "GiveUp") return deps.failCause(Cause.fail(decision.error))
         stats.queued++
         const backoff = Effect.sleep(decision.delayMillis)
-        const wait = decision.unreachable ? Effect.raceFirst(backoff, Deferred.await(answered)) : backoff
+        const wait = decision.noAnswer ? Effect.raceFirst(backoff, Deferred.await(answered)) : backoff
         return wait.pipe(Effect.andThen(Queue.offer(queue, decision.next)), Effect.forkIn(deps.scope), Effect.asVoid)
       })
 
@@ -410,8 +410,9 @@ const logHeld = (deps: UploaderDeps, batch: SealedBatch) =>
  * delay — logged and counted. `answeredAt` is when the store last answered
  * (any batch verified): a store that answered since this batch's refusals
  * began has been unreachable for at most `now - answeredAt`, so the
- * unreachable budget counts from then. `unreachable`: the failure's code says
- * the store could not be reached (the retry may go early once it answers).
+ * unreachable budget counts from then. `noAnswer`: the failure's code says the
+ * store gave no answer (`RetryPolicy.NO_ANSWER_CODES`): the retry goes early
+ * once it answers.
  */
 const decide = (
   deps: UploaderDeps,
@@ -420,7 +421,7 @@ const decide = (
   answeredAt: number
 ): Effect.Effect<
   | { readonly _tag: "GiveUp"; readonly error: BatchFailed }
-  | { readonly _tag: "Retry"; readonly delayMillis: number; readonly next: UploadState; readonly unreachable: boolean }
+  | { readonly _tag: "Retry"; readonly delayMillis: number; readonly next: UploadState; readonly noAnswer: boolean }
 > =>
   Effect.gen(function*() {
     const failure = Failure.classify(error)
@@ -451,7 +452,7 @@ const decide = (
         delayMillis: delay
       })
     )
-    return { _tag: "Retry", delayMillis: delay, next, unreachable: deps.budget.unreachableCodes.includes(failure.code) } as const
+    return { _tag: "Retry", delayMillis: delay, next, noAnswer: RetryPolicy.NO_ANSWER_CODES.includes(failure.code) } as const
   })
 
 /**
