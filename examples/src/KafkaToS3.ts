@@ -19,6 +19,7 @@
 import { KafkaSource } from "@sluice/adapter-kafka"
 import type { KafkaConfig } from "@sluice/adapter-kafka"
 import { S3Sink } from "@sluice/adapter-s3"
+import type { S3Config } from "@sluice/adapter-s3"
 import { Pipeline } from "@sluice/core"
 import { Composition } from "@sluice/policies"
 import { Deferred, Effect } from "effect"
@@ -38,6 +39,8 @@ export interface ArchiveOptions {
     readonly region: string
     readonly accessKeyId: string
     readonly secretAccessKey: string
+    /** TLS to an `https://` endpoint: `{ ca }`, the private CA its certificate chains to (PEM text; default: Node's trust store). */
+    readonly tls?: S3Config.S3ConfigInput["tls"] | undefined
   }
   /** Run as a service (group mode, read forever) until `stop` completes, then drain. */
   readonly follow?: { readonly stop: Effect.Effect<void>; readonly drainDeadline?: Duration.Input } | undefined
@@ -51,6 +54,8 @@ export interface ArchiveOptions {
   readonly policies?: Composition.DefaultsConfig | undefined
   /** TLS to the brokers (mTLS with `cert` + `key`; PEM text), as `KafkaSource` takes it (default: plaintext). */
   readonly tls?: KafkaConfig.KafkaConfigInput["tls"] | undefined
+  /** SASL to the brokers (`{ mechanism, username, password }`), as `KafkaSource` takes it (default: none). */
+  readonly sasl?: KafkaConfig.KafkaConfigInput["sasl"] | undefined
 }
 
 /**
@@ -86,7 +91,8 @@ export const start = (options: ArchiveOptions) =>
       mode: options.follow === undefined ? { kind: "assign", groupId: options.groupId } : { kind: "group", groupId: options.groupId },
       until: options.follow === undefined ? "caught-up" : "forever",
       retentionGap: "record-and-continue",
-      ...(options.tls === undefined ? {} : { tls: options.tls })
+      ...(options.tls === undefined ? {} : { tls: options.tls }),
+      ...(options.sasl === undefined ? {} : { sasl: options.sasl })
     })
     const sink = yield* S3Sink.make({
       bucket: options.s3.bucket,
@@ -94,7 +100,8 @@ export const start = (options: ArchiveOptions) =>
       region: options.s3.region,
       forcePathStyle: true,
       credentials: { accessKeyId: options.s3.accessKeyId, secretAccessKey: options.s3.secretAccessKey },
-      checksumAlgorithm: "CRC32"
+      checksumAlgorithm: "CRC32",
+      ...(options.s3.tls === undefined ? {} : { tls: options.s3.tls })
     })
     return yield* Pipeline.start({
       source,
