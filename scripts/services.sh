@@ -5,6 +5,8 @@
 # front of the S3 server for the calibration tests. Each installs itself on first use (cached under
 # ${SLUICE_CACHE:-$HOME/.cache/sluice}) and writes its endpoints to .services/*.env.
 #   bash scripts/services.sh up|down|status
+# Not here: the SASL_SSL broker (scripts/kafka-sasl.sh) and S3 over HTTPS (scripts/s3-tls.sh),
+# started on demand by the tests that need them (scripts/lib/LazyService.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:-status}

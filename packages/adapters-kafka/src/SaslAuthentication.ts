@@ -45,6 +45,7 @@ export class SaslAuthenticationFailed extends Schema.TaggedError<SaslAuthenticat
   /** What the broker or the client said (never the password). */
   reason: Schema.String
 }) {
+  /** `SASL <mechanism> authentication as "<username>" failed at <broker>: <reason>`. */
   override get message(): string {
     return `SASL ${this.mechanism} authentication as "${this.username}" failed at ${this.broker}: ${this.reason}`
   }
