@@ -19,7 +19,8 @@
  *
  * Services: it starts the SASL broker (`scripts/kafka-sasl.sh`) and the HTTPS
  * S3 server (`scripts/s3-tls.sh`) unless they run, and stops at the end the
- * ones it started; services already running are used and left running.
+ * ones it started (unless told to leave them); services already running are
+ * used and left running.
  *
  *   node --conditions=@sluice/source examples/faults/Auth.ts   # prints the rows as JSON
  */
@@ -125,13 +126,15 @@ const runFault = async (env: AuthServices.AuthEnv, dir: string, spec: FaultSpec)
   let injected = 0
   let faultEnd = Date.now()
   for (let run = 0; run < WRONG_RUNS; run++) {
-    const loginsBefore = AuthServices.failedLogins(env)
-    const result = await runArchiver(dir, `${spec.name}-wrong-${run}`, spec.wrong(topic, bucket, run))
+    // Counted under the lock every wrong login at the broker is made under (tests run in parallel).
+    const { result, logins } = await AuthServices.countingLogins(env, async () => {
+      const result = await runArchiver(dir, `${spec.name}-wrong-${run}`, spec.wrong(topic, bucket, run))
+      await sleep(300) // the broker writes its log line just after answering
+      return result
+    })
     faultEnd = Date.now()
     injected++
     outputs.push(result.output)
-    await sleep(300) // the broker writes its log line just after answering
-    const logins = AuthServices.failedLogins(env) - loginsBefore
     if (result.exit !== 1) problems.push(`wrong run ${run + 1} exited ${String(result.exit)}, not 1`)
     if (result.millis > FAIL_FAST_MS) problems.push(`wrong run ${run + 1} took ${result.millis} ms (> ${FAIL_FAST_MS})`)
     if (!spec.says.test(result.output)) problems.push(`wrong run ${run + 1} did not say ${spec.says.source}`)
@@ -172,8 +175,9 @@ const runFault = async (env: AuthServices.AuthEnv, dir: string, spec: FaultSpec)
 
 /**
  * Runs the two auth faults (`sasl-scram`, `tls-private-ca`) and returns their
- * rows; starts the services it needs unless they run (and stops those it
- * started).
+ * rows; starts the services it needs unless they run, and stops those it
+ * started unless `leaveServices` (a vitest run: other test files may be using
+ * them, and the run's teardown stops them).
  *
  * **Example**
  *
@@ -184,7 +188,7 @@ const runFault = async (env: AuthServices.AuthEnv, dir: string, spec: FaultSpec)
  * console.log(rows.every((r) => r.ok) ? "auth faults: ok" : JSON.stringify(rows))
  * ```
  */
-export const runAuthFaults = async (): Promise<ReadonlyArray<FaultRow>> => {
+export const runAuthFaults = async (options: { readonly leaveServices?: boolean } = {}): Promise<ReadonlyArray<FaultRow>> => {
   const services = AuthServices.start()
   const dir = mkdtempSync(join(tmpdir(), "sluice-auth-faults-"))
   try {
@@ -205,7 +209,7 @@ export const runAuthFaults = async (): Promise<ReadonlyArray<FaultRow>> => {
     ]
   } finally {
     rmSync(dir, { recursive: true, force: true })
-    services.stop()
+    if (options.leaveServices !== true) services.stop()
   }
 }
 

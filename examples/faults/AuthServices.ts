@@ -150,6 +150,19 @@ export const createBucket = async (env: AuthEnv, bucket: string): Promise<void> 
 export const failedLogins = (env: AuthEnv): number =>
   readFileSync(env.kafka.log, "utf8").split("\n").filter((line) => line.includes("Failed authentication with")).length
 
+/**
+ * Runs `f` (which logs in wrongly at the SASL broker, or may) holding the
+ * lock every such section holds, and returns its result with the failed
+ * logins the broker logged meanwhile: test files running in parallel do not
+ * count each other's.
+ */
+export const countingLogins = <A>(env: AuthEnv, f: () => Promise<A>): Promise<{ readonly result: A; readonly logins: number }> =>
+  LazyService.exclusive(LazyService.LOGIN_COUNT_LOCK, async () => {
+    const before = failedLogins(env)
+    const result = await f()
+    return { result, logins: failedLogins(env) - before }
+  })
+
 /** What `sluice audit --json` reports (the fields read here). */
 export interface AuditReport {
   readonly ok: boolean

@@ -11,7 +11,8 @@ import { runAuthFaults } from "../faults/Auth.ts"
 
 describe("faults/Auth.ts", () => {
   it("sasl-scram and tls-private-ca: injected twice each, every record found, none lost, rows ok", { timeout: 120_000 }, async () => {
-    const rows = await runAuthFaults()
+    // Other test files may be using the services: the vitest run's teardown stops them.
+    const rows = await runAuthFaults({ leaveServices: true })
     expect(rows.map((r) => r.name)).toEqual(["sasl-scram", "tls-private-ca"])
     for (const row of rows) {
       expect(row, row.detail).toMatchObject({ ok: true, injected: 2, records: 1000, found: 1000, lost: 0, exit: 0 })

@@ -121,7 +121,10 @@ describe("no secret in any output channel", () => {
     }
     const failures: Array<[string, unknown]> = []
     for (const [name, options] of Object.entries(wrong)) {
-      const exit = await Effect.runPromiseExit(observed(archiveTopic({ ...options, meterProvider, name: `${topic}-${name}` })))
+      // A wrong login disturbs the counts of tests that count them: made under their lock.
+      const { result: exit } = await AuthServices.countingLogins(e, () =>
+        Effect.runPromiseExit(observed(archiveTopic({ ...options, meterProvider, name: `${topic}-${name}` })))
+      )
       expect(Exit.isFailure(exit), name).toBe(true)
       if (Exit.isFailure(exit)) failures.push([name, exit.cause])
     }
@@ -153,22 +156,25 @@ describe("no secret in any output channel", () => {
     const { topic, bucket, records } = await fresh("child")
     const dir = mkdtempSync(join(tmpdir(), "sluice-secrets-"))
     try {
-      const run = (name: string, options: ReturnType<typeof AuthServices.archiveOptions>) => {
+      const run = async (name: string, options: ReturnType<typeof AuthServices.archiveOptions>) => {
         const file = join(dir, `${name}.json`)
         writeFileSync(file, JSON.stringify(options), { mode: 0o600 })
-        const child = spawnSync(process.execPath, ["--conditions=@sluice/source", join(import.meta.dirname, "../faults/AuthArchiver.ts"), file], {
-          encoding: "utf8",
-          timeout: 90_000
-        })
+        // Under the lock of the tests that count wrong logins (a wrong run makes one).
+        const { result: child } = await AuthServices.countingLogins(e, async () =>
+          spawnSync(process.execPath, ["--conditions=@sluice/source", join(import.meta.dirname, "../faults/AuthArchiver.ts"), file], {
+            encoding: "utf8",
+            timeout: 90_000
+          })
+        )
         return { name, status: child.status, out: `${child.stdout ?? ""}\n${child.stderr ?? ""}` }
       }
-      const ok = run("ok", AuthServices.archiveOptions(e, topic, bucket))
+      const ok = await run("ok", AuthServices.archiveOptions(e, topic, bucket))
       expect(ok.status, ok.out).toBe(0)
       expect((JSON.parse(ok.out.trim().split("\n").find((l) => l.startsWith("{")) ?? "{}") as { recordsCommitted?: number }).recordsCommitted).toBe(records)
       const failed = [
-        run("password", AuthServices.archiveOptions(e, topic, bucket, { password: WRONG_PASSWORD, groupId: `${topic}-wrong-password` })),
-        run("s3Secret", AuthServices.archiveOptions(e, topic, bucket, { secretAccessKey: WRONG_SECRET, groupId: `${topic}-wrong-secret` })),
-        run("s3Ca", AuthServices.archiveOptions(e, topic, bucket, { s3Ca: false, groupId: `${topic}-no-ca` }))
+        await run("password", AuthServices.archiveOptions(e, topic, bucket, { password: WRONG_PASSWORD, groupId: `${topic}-wrong-password` })),
+        await run("s3Secret", AuthServices.archiveOptions(e, topic, bucket, { secretAccessKey: WRONG_SECRET, groupId: `${topic}-wrong-secret` })),
+        await run("s3Ca", AuthServices.archiveOptions(e, topic, bucket, { s3Ca: false, groupId: `${topic}-no-ca` }))
       ]
       for (const f of failed) expect(f.status, f.out).toBe(1)
       expect(failed[0]?.out).toMatch(/SaslAuthenticationFailed/)

@@ -13,7 +13,7 @@
  * cannot start fails the test with the script's own words; none is skipped.
  */
 import { spawnSync } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -70,4 +70,59 @@ export const up = (name: LazyServiceName): Readonly<Record<string, string>> => {
 export const down = (name: LazyServiceName): void => {
   const run = script(name, "down", DOWN_TIMEOUT_MS)
   if (run.status !== 0) throw new Error(`scripts/${name}.sh down failed: ${(run.stderr ?? "").trim()}`)
+}
+
+/**
+ * The lock a test holds while it logs in wrongly at the SASL broker and
+ * counts the failed logins the broker logged ({@link exclusive}).
+ */
+export const LOGIN_COUNT_LOCK = "kafka-sasl-logins"
+
+/** How long {@link exclusive} waits for another holder: longer than any section it guards (a few seconds). */
+const LOCK_WAIT_MS = 120_000
+/** How often a waiter looks again. */
+const LOCK_POLL_MS = 50
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Runs `f` while holding the lock `name` (`.services/<name>.lock.d`, a folder
+ * made atomically, holding the owner's pid), across processes: for a section
+ * that counts what a shared service logged (failed logins at the SASL
+ * broker), so that test files running in parallel do not count each other's.
+ * A lock whose owner died is taken over; waiting is bounded.
+ */
+export const exclusive = async <A>(name: string, f: () => Promise<A>): Promise<A> => {
+  const dir = join(REPO_ROOT, ".services", `${name}.lock.d`)
+  const deadline = Date.now() + LOCK_WAIT_MS
+  mkdirSync(join(REPO_ROOT, ".services"), { recursive: true })
+  while (true) {
+    try {
+      mkdirSync(dir)
+      writeFileSync(join(dir, "pid"), String(process.pid))
+      break
+    } catch {
+      let owner = Number.NaN
+      try {
+        owner = Number(readFileSync(join(dir, "pid"), "utf8"))
+      } catch {
+        // Made but its pid not written yet: wait.
+      }
+      if (Number.isInteger(owner) && owner > 0 && !alive(owner)) rmSync(dir, { recursive: true, force: true })
+      else if (Date.now() > deadline) throw new Error(`lock ${dir} still held by pid ${owner} after ${LOCK_WAIT_MS} ms`)
+      else await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS))
+    }
+  }
+  try {
+    return await f()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }

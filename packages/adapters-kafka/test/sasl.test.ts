@@ -37,6 +37,9 @@ const clientOptions = (password: string) => ({
   retries: 1
 })
 
+/** The lock every wrong login at the SASL broker is made under (so the counts are each test's own). */
+const LOGIN_COUNT_LOCK = LazyService.LOGIN_COUNT_LOCK
+
 /** Failed authentications the broker logged so far. */
 const failedLogins = (): number =>
   readFileSync(need("SLUICE_KAFKA_SASL_LOG"), "utf8").split("\n").filter((l) => l.includes("Failed authentication with")).length
@@ -80,28 +83,30 @@ describe("KafkaSource over SASL_SSL (SCRAM-SHA-512)", () => {
     expect([...stats.committed.entries()].sort()).toEqual([[0, 500], [1, 500]])
   })
 
-  it("with a wrong password, fails at connect within seconds, typed and naming the mechanism, after one attempt", async () => {
-    const before = failedLogins()
-    const started = Date.now()
-    const exit = await Effect.runPromiseExit(Effect.scoped(KafkaSource.make({
-      brokers: [need("SLUICE_KAFKA_SASL_BROKERS")],
-      topic: "any-topic",
-      mode: { kind: "assign" },
-      tls: tls(),
-      sasl: sasl("not-the-password")
-    })).pipe(Effect.timeout("30 seconds")))
-    const elapsed = Date.now() - started
-    expect(Exit.isFailure(exit)).toBe(true)
-    const error = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail")?.error : undefined
-    expect(error).toBeInstanceOf(Source.SourceError)
-    const failed = error instanceof Source.SourceError ? SaslAuthentication.fromSourceError(error) : undefined
-    expect(failed).toBeInstanceOf(SaslAuthentication.SaslAuthenticationFailed)
-    expect(failed).toMatchObject({ mechanism: "SCRAM-SHA-512", username: need("SLUICE_KAFKA_SASL_USERNAME"), broker: need("SLUICE_KAFKA_SASL_BROKERS") })
-    expect(error instanceof Source.SourceError ? error.message : "").toMatch(/SCRAM-SHA-512 authentication .*failed/)
-    // Bounded: one TLS handshake and one SCRAM exchange, no retry with its 1 s delay.
-    expect(elapsed).toBeLessThan(2_000)
-    // Counted from outside the client: the broker logged one failed login, not four.
-    await new Promise((resolve) => setTimeout(resolve, 300)) // the log line is written after the answer
-    expect(failedLogins() - before).toBe(1)
-  })
+  it("with a wrong password, fails at connect within seconds, typed and naming the mechanism, after one attempt", () =>
+    // Other test files log in wrongly too: count under the lock they take for it.
+    LazyService.exclusive(LOGIN_COUNT_LOCK, async () => {
+      const before = failedLogins()
+      const started = Date.now()
+      const exit = await Effect.runPromiseExit(Effect.scoped(KafkaSource.make({
+        brokers: [need("SLUICE_KAFKA_SASL_BROKERS")],
+        topic: "any-topic",
+        mode: { kind: "assign" },
+        tls: tls(),
+        sasl: sasl("not-the-password")
+      })).pipe(Effect.timeout("30 seconds")))
+      const elapsed = Date.now() - started
+      expect(Exit.isFailure(exit)).toBe(true)
+      const error = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail")?.error : undefined
+      expect(error).toBeInstanceOf(Source.SourceError)
+      const failed = error instanceof Source.SourceError ? SaslAuthentication.fromSourceError(error) : undefined
+      expect(failed).toBeInstanceOf(SaslAuthentication.SaslAuthenticationFailed)
+      expect(failed).toMatchObject({ mechanism: "SCRAM-SHA-512", username: need("SLUICE_KAFKA_SASL_USERNAME"), broker: need("SLUICE_KAFKA_SASL_BROKERS") })
+      expect(error instanceof Source.SourceError ? error.message : "").toMatch(/SCRAM-SHA-512 authentication .*failed/)
+      // Bounded: one TLS handshake and one SCRAM exchange, no retry with its 1 s delay.
+      expect(elapsed).toBeLessThan(2_000)
+      // Counted from outside the client: the broker logged one failed login, not four.
+      await new Promise((resolve) => setTimeout(resolve, 300)) // the log line is written after the answer
+      expect(failedLogins() - before).toBe(1)
+    }))
 })
