@@ -22,7 +22,10 @@ case "$cmd" in
     run scripts/toxiproxy.sh
     ;;
   down)
-    # Stop both even if one fails.
+    # Stop each even if one fails; the on-demand ones too, should a test run that
+    # started them have ended before its teardown (they are not started by `up`).
+    run scripts/s3-tls.sh || true
+    run scripts/kafka-sasl.sh || true
     run scripts/toxiproxy.sh || true
     run scripts/kafka-broker.sh || true
     run scripts/s3-server.sh || true
