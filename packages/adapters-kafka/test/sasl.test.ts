@@ -109,4 +109,24 @@ describe("KafkaSource over SASL_SSL (SCRAM-SHA-512)", () => {
       await new Promise((resolve) => setTimeout(resolve, 300)) // the log line is written after the answer
       expect(failedLogins() - before).toBe(1)
     }))
+
+  it.each([
+    ["an unknown user", { mechanism: "SCRAM-SHA-512" as const, username: "nobody" }],
+    ["a mechanism the broker does not enable", { mechanism: "SCRAM-SHA-256" as const, username: "" }]
+  ])("with %s, fails at connect within seconds, typed, naming that mechanism and user", (_what, login) =>
+    LazyService.exclusive(LOGIN_COUNT_LOCK, async () => {
+      const username = login.username === "" ? need("SLUICE_KAFKA_SASL_USERNAME") : login.username
+      const started = Date.now()
+      const exit = await Effect.runPromiseExit(Effect.scoped(KafkaSource.make({
+        brokers: [need("SLUICE_KAFKA_SASL_BROKERS")],
+        topic: "any-topic",
+        mode: { kind: "assign" },
+        tls: tls(),
+        sasl: { mechanism: login.mechanism, username, password: need("SLUICE_KAFKA_SASL_PASSWORD") }
+      })).pipe(Effect.timeout("30 seconds")))
+      expect(Date.now() - started).toBeLessThan(2_000)
+      const error = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail")?.error : undefined
+      const failed = error instanceof Source.SourceError ? SaslAuthentication.fromSourceError(error) : undefined
+      expect(failed).toMatchObject({ _tag: "SaslAuthenticationFailed", mechanism: login.mechanism, username })
+    }))
 })
