@@ -7,6 +7,9 @@ export default defineConfig({
   ssr: { resolve: { conditions: ["@sluice/source"] } },
   test: {
     include: ["packages/*/test/**/*.test.ts", "examples/test/**/*.test.ts", "examples/custom-policy/test/**/*.test.ts", "examples/virtual-clock-tests/test/**/*.test.ts"],
+    // Stops, at the end of the run, the on-demand services (SASL broker, S3 over
+    // HTTPS) a test started (scripts/lib/LazyService.ts).
+    globalSetup: ["./vitest.services.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000
   }

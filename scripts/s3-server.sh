@@ -253,15 +253,19 @@ cmd_status() {
   return 1
 }
 
-case "${1:-}" in
-  install) cmd_install ;;
-  up) cmd_up ;;
-  down) cmd_down ;;
-  status) cmd_status ;;
-  kill) cmd_kill ;;
-  start) cmd_start ;;
-  *)
-    echo "usage: $0 {install|up|down|status|kill|start}" >&2
-    exit 2
-    ;;
-esac
+# Sourced (scripts/s3-tls.sh reuses the install, the pid and state helpers): define the
+# functions only.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  case "${1:-}" in
+    install) cmd_install ;;
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    kill) cmd_kill ;;
+    start) cmd_start ;;
+    *)
+      echo "usage: $0 {install|up|down|status|kill|start}" >&2
+      exit 2
+      ;;
+  esac
+fi

@@ -5,6 +5,8 @@
 # front of the S3 server for the calibration tests. Each installs itself on first use (cached under
 # ${SLUICE_CACHE:-$HOME/.cache/sluice}) and writes its endpoints to .services/*.env.
 #   bash scripts/services.sh up|down|status
+# Not here: the SASL_SSL broker (scripts/kafka-sasl.sh) and S3 over HTTPS (scripts/s3-tls.sh),
+# started on demand by the tests that need them (scripts/lib/LazyService.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:-status}
@@ -20,7 +22,10 @@ case "$cmd" in
     run scripts/toxiproxy.sh
     ;;
   down)
-    # Stop both even if one fails.
+    # Stop each even if one fails; the on-demand ones too, should a test run that
+    # started them have ended before its teardown (they are not started by `up`).
+    run scripts/s3-tls.sh || true
+    run scripts/kafka-sasl.sh || true
     run scripts/toxiproxy.sh || true
     run scripts/kafka-broker.sh || true
     run scripts/s3-server.sh || true

@@ -40,6 +40,8 @@ export interface ArchiveOptions {
     readonly region: string
     readonly accessKeyId: string
     readonly secretAccessKey: string
+    /** TLS to an `https://` endpoint: `{ ca }`, the private CA its certificate chains to (PEM text; default: Node's trust store). */
+    readonly tls?: S3Config.S3ConfigInput["tls"] | undefined
   }
   /** Run as a service (group mode, read forever) until `stop` completes, then drain. */
   readonly follow?: { readonly stop: Effect.Effect<void>; readonly drainDeadline?: Duration.Input } | undefined
@@ -57,6 +59,8 @@ export interface ArchiveOptions {
   readonly sink?: SinkSettings | undefined
   /** Wraps the sink before the pipeline gets it (the fault runs' kill hook, `examples/kafka-to-s3/KillHook.ts`). */
   readonly wrapSink?: ((sink: S3Sink.S3Sink) => Sink.Sink) | undefined
+  /** SASL to the brokers (`{ mechanism, username, password }`), as `KafkaSource` takes it (default: none). */
+  readonly sasl?: KafkaConfig.KafkaConfigInput["sasl"] | undefined
 }
 
 /** The S3 sink's config but what `ArchiveOptions.s3` and the archiver fix (bucket, endpoint, region, credentials, addressing, checksum). */
@@ -95,7 +99,8 @@ export const start = (options: ArchiveOptions) =>
       mode: options.follow === undefined ? { kind: "assign", groupId: options.groupId } : { kind: "group", groupId: options.groupId },
       until: options.follow === undefined ? "caught-up" : "forever",
       retentionGap: "record-and-continue",
-      ...(options.tls === undefined ? {} : { tls: options.tls })
+      ...(options.tls === undefined ? {} : { tls: options.tls }),
+      ...(options.sasl === undefined ? {} : { sasl: options.sasl })
     })
     const sink = yield* S3Sink.make({
       ...options.sink,
@@ -104,7 +109,8 @@ export const start = (options: ArchiveOptions) =>
       region: options.s3.region,
       forcePathStyle: true,
       credentials: { accessKeyId: options.s3.accessKeyId, secretAccessKey: options.s3.secretAccessKey },
-      checksumAlgorithm: "CRC32"
+      checksumAlgorithm: "CRC32",
+      ...(options.s3.tls === undefined ? {} : { tls: options.s3.tls })
     })
     return yield* Pipeline.start({
       source,

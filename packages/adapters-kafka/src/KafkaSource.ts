@@ -21,7 +21,7 @@ import type { Config } from "@sluice/core"
 import type { Scope } from "effect"
 import { Effect, Exit, Stream } from "effect"
 import * as Committer from "./internal/Committer.ts"
-import { makeConsumer, makeFetchPool } from "./internal/client.ts"
+import { describe, isAuthenticationFailure, makeConsumer, makeFetchPool, probeConnection } from "./internal/client.ts"
 import { Wakeup } from "./internal/Context.ts"
 import type { Context } from "./internal/Context.ts"
 import { EventBuffer } from "./internal/EventBuffer.ts"
@@ -31,6 +31,7 @@ import { Membership } from "./internal/Membership.ts"
 import * as ReadGate from "./internal/ReadGate.ts"
 import * as KafkaConfig from "./KafkaConfig.ts"
 import * as KafkaStats from "./KafkaStats.ts"
+import { SaslAuthenticationFailed } from "./SaslAuthentication.ts"
 
 /**
  * Counters and recent events of a source (see `KafkaStats`): bounded, whatever
@@ -169,7 +170,8 @@ export const make = (
   Effect.gen(function*() {
     const config = yield* KafkaConfig.decode(input)
     const ctx = yield* connect(config)
-    const topicMeta = yield* topicMetadata(ctx.consumer, ctx.name, ctx.topic)
+    const typed = typedAuthenticationFailure(config)
+    const topicMeta = yield* topicMetadata(ctx.consumer, ctx.name, ctx.topic).pipe(Effect.mapError(typed))
     const membership = new Membership()
     if (config.mode.kind === "group") membership.listen(ctx.consumer, ctx.topic, ctx.stats, ctx.wakeup)
     const gate = ReadGate.make(ctx)
@@ -193,13 +195,13 @@ export const make = (
         )
         return buffer.stream
       })
-    )
+    ).pipe(Stream.mapError(typed))
     return {
       name: ctx.name,
       topic: ctx.topic,
       config,
       events,
-      commit: committer.commit,
+      commit: (partition, nextOffset) => Effect.mapError(committer.commit(partition, nextOffset), typed),
       pause: gate.pause,
       resume: gate.resume,
       lag: gate.lag,
@@ -210,10 +212,53 @@ export const make = (
     }
   })
 
+/**
+ * The `SourceError` of a refused login: operation `"authenticate"`, its cause
+ * a {@link SaslAuthenticationFailed} naming the mechanism and the user.
+ */
+const authenticationFailed = (
+  name: string,
+  sasl: NonNullable<KafkaConfig.KafkaConfig["sasl"]>,
+  broker: string,
+  error: unknown
+): Source.SourceError => {
+  const failed = new SaslAuthenticationFailed({ source: name, mechanism: sasl.mechanism, username: sasl.username, broker, reason: describe(error) })
+  return new Source.SourceError({ source: name, operation: "authenticate", message: `${failed.message} (not retried)`, cause: failed })
+}
+
+/**
+ * With SASL configured: one connection to the bootstrap brokers in turn,
+ * until one answers. A refused login fails at once, typed, after that single
+ * attempt (the client's pools retry it); a broker that cannot be reached is
+ * left to the client, which retries and reports it.
+ */
+const checkLogin = (config: KafkaConfig.KafkaConfig, name: string): Effect.Effect<void, Source.SourceError> => {
+  const sasl = config.sasl
+  if (sasl === undefined) return Effect.void
+  return Effect.gen(function*() {
+    for (const broker of config.brokers) {
+      const outcome = yield* Effect.promise(() => probeConnection(config, broker))
+      if (outcome === undefined) return
+      if (isAuthenticationFailure(outcome)) return yield* authenticationFailed(name, sasl, broker, outcome)
+    }
+  })
+}
+
+/**
+ * A source error whose cause is a refused login, made the typed
+ * `"authenticate"` error (a login refused later than {@link checkLogin}: the
+ * password rotated while running). Any other error is returned as it is.
+ */
+const typedAuthenticationFailure = (config: KafkaConfig.KafkaConfig) => (error: Source.SourceError): Source.SourceError =>
+  config.sasl !== undefined && !(error.cause instanceof SaslAuthenticationFailed) && isAuthenticationFailure(error.cause)
+    ? authenticationFailed(error.source, config.sasl, config.brokers.join(","), error.cause)
+    : error
+
 /** Builds the client and the fetch pool (both closed with the scope) and the shared state. */
 const connect = (config: KafkaConfig.KafkaConfig): Effect.Effect<Context, Source.SourceError, Scope.Scope> =>
   Effect.gen(function*() {
     const name = config.name ?? config.topic
+    yield* checkLogin(config, name)
     const consumer = yield* Effect.acquireRelease(
       Effect.try({
         try: () => makeConsumer(config),

@@ -52,6 +52,37 @@ export const Credentials = Schema.Struct({
 })
 
 /**
+ * TLS to the endpoint, passed to the HTTPS agent (`node:tls`). PEM text.
+ *
+ * **When to use**
+ *
+ * For an `https://` endpoint whose certificate is signed by a private CA (an
+ * on-premises store, a test server): without `ca` only Node's trust store is
+ * trusted, and every request fails `Fatal` with the certificate error's code
+ * (`S3Errors.UNTRUSTED_CERTIFICATE_CODES`).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { readFileSync } from "node:fs"
+ * import { S3Config } from "@sluice/adapter-s3"
+ *
+ * const config = S3Config.decode({
+ *   bucket: "archive",
+ *   endpoint: "https://127.0.0.1:29643",
+ *   forcePathStyle: true,
+ *   tls: { ca: readFileSync(".services/s3-tls/certs/ca.pem", "utf8") }
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const Tls = Schema.Struct({
+  /** CA certificate(s) the endpoint's certificate must chain to (PEM), trusted instead of Node's trust store. */
+  ca: Schema.optionalKey(Schema.String.check(Schema.isPattern(/-----BEGIN CERTIFICATE-----/, { expected: "PEM text (-----BEGIN CERTIFICATE-----)" })))
+})
+
+/**
  * The S3 sink's config. Sizes accept `"8 MiB"` or bytes; durations accept
  * `"30 seconds"` or milliseconds.
  *
@@ -71,6 +102,7 @@ export const Credentials = Schema.Struct({
  * | `keyPrefix` | `""` | prefix put before every key in the bucket |
  * | `maxAttempts` | 1 | SDK attempts per request; 1 surfaces every throttle to the policies |
  * | `requestTimeout` | 60 seconds | socket inactivity timeout per request (0 = none) |
+ * | `tls` | Node's trust store | `{ ca }`: the CA (PEM text) an `https://` endpoint's certificate must chain to, see {@link Tls} |
  *
  * **Example**
  *
@@ -110,7 +142,8 @@ export const S3Config = Schema.Struct({
   maxAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(
     Schema.withDecodingDefaultKey(Effect.succeed(1))
   ),
-  requestTimeout: Config.Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("60 seconds")))
+  requestTimeout: Config.Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("60 seconds"))),
+  tls: Schema.optionalKey(Tls)
 })
 
 /**

@@ -67,6 +67,37 @@ export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
   "ENETUNREACH"
 ])
 
+/**
+ * Codes of an endpoint certificate the client refuses (Node's `tls` names them
+ * after OpenSSL's verify errors): not signed by a trusted CA (a private CA not
+ * given in `tls.ca`), self-signed, expired or not yet valid, revoked, or
+ * issued for another host. Always `Fatal`: the next attempt meets the same
+ * certificate, so retrying only delays the report of a misconfiguration.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * S3Errors.UNTRUSTED_CERTIFICATE_CODES.has("UNABLE_TO_VERIFY_LEAF_SIGNATURE") // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const UNTRUSTED_CERTIFICATE_CODES: ReadonlySet<string> = new Set([
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_UNTRUSTED",
+  "CERT_SIGNATURE_FAILURE",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_REVOKED",
+  "ERR_TLS_CERT_ALTNAME_INVALID"
+])
+
 /** S3 answers 503 only to say "slow down" (`SlowDown`, or a bodiless 503 on HEAD). */
 const THROTTLE_STATUS = 503
 /** A request timeout answered by the server; the SDK names it `RequestTimeout` only when there is a body. */
@@ -233,7 +264,8 @@ const sdkView = (error: unknown, status: number | undefined): SdkError => {
  *
  * In order:
  * 1. a checksum refusal ({@link DIGEST_CODES}) is `Fatal`: the bytes are
- *    wrong, never retry them blindly;
+ *    wrong, never retry them blindly; so is a refused endpoint certificate
+ *    ({@link UNTRUSTED_CERTIFICATE_CODES}): the next attempt meets the same one;
  * 2. status 503, or the SDK's `isThrottlingError` (429, `SlowDown`,
  *    `ThrottlingException`, `$retryable.throttling`, …) is `Throttled` (so a
  *    bodiless 503 on HEAD, named `Unknown`, is a throttle);
@@ -256,7 +288,8 @@ const sdkView = (error: unknown, status: number | undefined): SdkError => {
  */
 export const classOf = (error: unknown): Failure.FailureClass => {
   const status = statusOf(error)
-  if (DIGEST_CODES.has(codeOf(error))) return "Fatal"
+  const code = codeOf(error)
+  if (DIGEST_CODES.has(code) || UNTRUSTED_CERTIFICATE_CODES.has(code)) return "Fatal"
   const sdk = sdkView(error, status)
   if (status === THROTTLE_STATUS || isThrottlingError(sdk)) return "Throttled"
   if (status === TIMEOUT_STATUS || isTransientError(sdk) || isServerError(sdk)) return "Transient"
@@ -275,7 +308,8 @@ export const classOf = (error: unknown): Failure.FailureClass => {
  * The class is {@link classOf}; `code` is {@link codeOf} (so connection
  * refused and DNS failures keep `ECONNREFUSED` / `ENOTFOUND` / `EAI_AGAIN`, see
  * {@link UNREACHABLE_CODES}); `retryAfterMillis` comes from the `Retry-After`
- * response header. A `SinkFailure` is returned as it is.
+ * response header. A refused endpoint certificate's message says so and
+ * names `tls.ca`. A `SinkFailure` is returned as it is.
  *
  * **Example**
  *
@@ -298,7 +332,9 @@ export const classify = (error: unknown, stage: Failure.Stage, now: number = Dat
     status: statusOf(error),
     stage,
     retryAfterMillis: retryAfterOf(error, now),
-    message: messageOf(error)
+    message: isUntrustedCertificate(error)
+      ? `${messageOf(error)} (${codeOf(error)}: the endpoint's certificate is not trusted; for a private CA, give it in tls.ca)`
+      : messageOf(error)
   })
 }
 
@@ -339,3 +375,21 @@ export const isDigestMismatch = (error: unknown): boolean => DIGEST_CODES.has(co
  */
 export const isUnreachable = (error: unknown): boolean =>
   UNREACHABLE_CODES.has(error instanceof Failure.SinkFailure ? error.code : codeOf(error))
+
+/**
+ * Whether `error` (an SDK error or a classified `SinkFailure`) is the client
+ * refusing the endpoint's certificate ({@link UNTRUSTED_CERTIFICATE_CODES}):
+ * for an endpoint behind a private CA, the CA is missing from `tls.ca`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { S3Errors } from "@sluice/adapter-s3"
+ *
+ * S3Errors.isUntrustedCertificate(Object.assign(new Error("self-signed certificate"), { code: "DEPTH_ZERO_SELF_SIGNED_CERT" })) // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const isUntrustedCertificate = (error: unknown): boolean =>
+  UNTRUSTED_CERTIFICATE_CODES.has(error instanceof Failure.SinkFailure ? error.code : codeOf(error))

@@ -135,7 +135,8 @@ export interface MakeOptions {
 
 /**
  * Builds the SDK client for a config: one attempt per request (by default), no
- * SDK-side checksums (the sink sends its own), keep-alive sockets.
+ * SDK-side checksums (the sink sends its own), keep-alive sockets, and the
+ * HTTPS agent trusting `tls.ca` when set (else Node's trust store).
  *
  * **Example**
  *
@@ -159,7 +160,7 @@ export const makeClient = (config: S3Config.S3Config): S3Client =>
       requestTimeout: config.requestTimeout > 0 ? config.requestTimeout : undefined,
       throwOnRequestTimeout: true,
       httpAgent: new Http.Agent({ keepAlive: true, maxSockets: 256 }),
-      httpsAgent: new Https.Agent({ keepAlive: true, maxSockets: 256 })
+      httpsAgent: new Https.Agent({ keepAlive: true, maxSockets: 256, ...(config.tls?.ca !== undefined ? { ca: config.tls.ca } : {}) })
     },
     ...(config.endpoint !== undefined ? { endpoint: config.endpoint } : {}),
     ...(config.credentials !== undefined ? { credentials: config.credentials } : {})

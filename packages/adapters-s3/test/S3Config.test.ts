@@ -36,7 +36,8 @@ describe("S3Config", () => {
     [{ bucket: "ab" }, "bucket"],
     [{ bucket: "archive", endpoint: "localhost:9000" }, "endpoint"],
     [{ bucket: "archive", credentials: { accessKeyId: "x" } }, "secretAccessKey"],
-    [{ bucket: "archive", retries: 3 }, "retries"]
+    [{ bucket: "archive", retries: 3 }, "retries"],
+    [{ bucket: "archive", tls: { ca: "/path/to/ca.pem" } }, "ca"]
   ])("rejects %j naming the field", async (input, field) => {
     const error = await Effect.runPromise(Effect.flip(S3Config.decode(input)))
     expect(error._tag).toBe("ConfigError")

@@ -118,6 +118,14 @@ describe("S3Errors.classify", () => {
     expect(S3Errors.isUnreachable(failure)).toBe(true)
   })
 
+  it.each([...S3Errors.UNTRUSTED_CERTIFICATE_CODES])("a refused endpoint certificate (%s) is Fatal, says so and names tls.ca", (code) => {
+    const failure = S3Errors.classify(socketError(code, "unable to verify the first certificate"), "object_upload")
+    expect(failure).toMatchObject({ failureClass: "Fatal", code, status: undefined })
+    expect(failure.message).toContain("give it in tls.ca")
+    expect(S3Errors.isUntrustedCertificate(failure)).toBe(true)
+    expect(S3Errors.isUnreachable(failure)).toBe(false)
+  })
+
   it("a reset or a timeout is not unreachable", () => {
     expect(S3Errors.isUnreachable(socketError("ECONNRESET", "read ECONNRESET"))).toBe(false)
     expect(S3Errors.isUnreachable(sdkError("TimeoutError", undefined))).toBe(false)

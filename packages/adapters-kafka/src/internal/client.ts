@@ -6,6 +6,8 @@
  */
 import { Source } from "@sluice/core"
 import {
+  AuthenticationError,
+  Connection as KafkaConnection,
   ConnectionPool,
   Consumer,
   createAPI,
@@ -45,12 +47,36 @@ export const hasApiError = (error: unknown, id: string): boolean => carries(erro
 /** A group error that a rejoin fixes (stale generation, rebalance in progress, unknown member). */
 export const needsRejoin = (error: unknown): boolean => carries(error, "needsRejoin", true)
 
+/** How deep {@link chainOf} follows `cause` and `errors` (the client nests 3–4 levels). */
+const CHAIN_DEPTH = 8
+
+/** The error, then every error it nests (`cause`, an `AggregateError`'s `errors`), depth first. */
+const chainOf = (error: unknown, depth = 0): Array<unknown> => {
+  if (typeof error !== "object" || error === null || depth > CHAIN_DEPTH) return [error]
+  const nested: Array<unknown> = []
+  const { cause } = error as { readonly cause?: unknown }
+  if (cause !== undefined) nested.push(cause)
+  if (error instanceof AggregateError) nested.push(...error.errors)
+  return [error, ...nested.flatMap((e) => chainOf(e, depth + 1))]
+}
+
+/**
+ * Whether the broker refused the SASL credentials somewhere in the error: the
+ * client's `AuthenticationError`, which it wraps in a retriable
+ * `NetworkError` ("Connection to … failed.") as the `cause`, a level its own
+ * `canRetry` look-up (`findBy`) does not read, so it retries a wrong password.
+ */
+export const isAuthenticationFailure = (error: unknown): boolean =>
+  chainOf(error).some((e) => typeof e === "object" && e !== null && (e as { readonly code?: unknown }).code === AuthenticationError.code)
+
 /**
  * An error the client marks retriable (`canRetry`: a network error, a broker
  * or coordinator not available, a request timed out) that a rejoin does not
- * fix: sending the same request again may succeed.
+ * fix: sending the same request again may succeed. A refused login is never
+ * retriable, whatever the error wrapping it says.
  */
-export const isRetriable = (error: unknown): boolean => !needsRejoin(error) && carries(error, "canRetry", true)
+export const isRetriable = (error: unknown): boolean =>
+  !needsRejoin(error) && !isAuthenticationFailure(error) && carries(error, "canRetry", true)
 
 /** The partial fetch response a `ResponseError` carries (other partitions' data). */
 export const fetchResponseOf = (error: unknown): FetchResponse | undefined => {
@@ -60,11 +86,15 @@ export const fetchResponseOf = (error: unknown): FetchResponse | undefined => {
   return response as FetchResponse
 }
 
-const describe = (error: unknown): string => {
+/** The error's message, then its nested errors' (an `AggregateError`'s, and a `cause` the client wraps). */
+export const describe = (error: unknown): string => {
   if (error instanceof AggregateError && error.errors.length > 0) {
     return `${error.message}: ${error.errors.map(describe).join("; ")}`
   }
-  return error instanceof Error ? error.message : String(error)
+  if (error instanceof Error) {
+    return error.cause instanceof Error ? `${error.message} (${describe(error.cause)})` : error.message
+  }
+  return String(error)
 }
 
 /** Wraps a client promise; failures become `SourceError`s. */
@@ -75,12 +105,27 @@ export const attempt = <A>(source: string, operation: string, f: () => Promise<A
   })
 
 /** Connection options from config (TLS / SASL passed through). */
-const connectionOptions = (config: KafkaConfig): ConnectionOptions => ({
+export const connectionOptions = (config: KafkaConfig): ConnectionOptions => ({
   connectTimeout: config.connectTimeout,
   requestTimeout: config.requestTimeout,
   ...(config.tls !== undefined ? { tls: { ...config.tls } } : {}),
   ...(config.sasl !== undefined ? { sasl: { ...config.sasl } } : {})
 })
+
+/**
+ * One connection to `broker` (`"host:port"`) with the source's TLS and SASL
+ * options, closed at once: `undefined` when it connected, else what it failed
+ * with. The client's pools retry a failed login; this is a single attempt.
+ */
+export const probeConnection = (config: KafkaConfig, broker: string): Promise<unknown> => {
+  const at = broker.lastIndexOf(":")
+  const connection = new KafkaConnection(`${config.clientId}-auth-check`, connectionOptions(config))
+  // The failure also goes out as an 'error' event; the callback below is its only reader.
+  connection.on("error", () => undefined)
+  return new Promise<unknown>((resolve) =>
+    connection.connect(broker.slice(0, at), Number(broker.slice(at + 1)), (error) => resolve(error ?? undefined))
+  ).then((outcome) => connection.close().then(() => outcome, () => outcome))
+}
 
 /**
  * A connection pool for fetches only. A broker answers the requests of one
