@@ -73,7 +73,8 @@ for (const fault of chosen) {
   const started = Date.now()
   log(`${fault.name}: start`)
   try {
-    rows.push(await fault.run({ endpoints, reportDir, scale: options.smoke ? "smoke" : "full", log }))
+    const out = await fault.run({ endpoints, reportDir, scale: options.smoke ? "smoke" : "full", log })
+    rows.push(...(Array.isArray(out) ? out : [out]))
   } catch (error) {
     // A fault whose harness failed (a service that would not restart, …) is a failed row, not a crash of the run.
     rows.push({
