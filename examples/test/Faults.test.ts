@@ -28,7 +28,8 @@ describe("faults (smoke)", () => {
         resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
       })
     })
-    const last = run.stdout.trim().split("\n").at(-1) ?? "{}"
+    const last = run.stdout.trim().split("\n").at(-1) ?? ""
+    expect(last.startsWith("{"), `no JSON line from scripts/faults.sh (exit ${String(run.code)}):\n${run.stderr.slice(-4000)}`).toBe(true)
     const result = JSON.parse(last) as { readonly faults?: ReadonlyArray<FaultRow>; readonly lost?: number }
     const rows = result.faults ?? []
     expect(rows.map((r) => r.name)).toEqual(["s3-kill", "broker-kill", "stall", "kill-after-verify", "disk-full"])
