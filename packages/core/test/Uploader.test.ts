@@ -174,6 +174,36 @@ describe("Uploader retries", () => {
       expect(yield* run("InternalError")).toBeGreaterThanOrEqual(25_000)
     }))
 
+  it.effect("a retry goes before the batches queued behind it: the partition's commits go on once the store answers", () =>
+    Effect.gen(function*() {
+      // The whole topic is read at once (100 batches) and uploads start at 4 a second;
+      // the store refuses for the first 2 s. The first batch's retry, woken when the
+      // store answers, goes first: partition 0 commits within seconds of the store's
+      // return, not after the ~90 batches queued behind it (~25 s at 4 a second).
+      let down = true
+      const source = Memory.source({ name: "t", partitions: 1, records: 100_000, recordBytes: 16, chunkRecords: 1_000 })
+      const sink = Memory.sink({ fault: (op) => op === "putObject" && down ? failure("Transient", "ECONNREFUSED", "object_upload", undefined) : undefined })
+      const started = yield* Clock.currentTimeMillis
+      let firstCommitAt: number | undefined
+      const program = Effect.gen(function*() {
+        yield* Effect.forkChild(Effect.sleep("2 seconds").pipe(Effect.andThen(Effect.sync(() => {
+          down = false
+        }))))
+        yield* Effect.forkChild(Effect.gen(function*() {
+          while (firstCommitAt === undefined) {
+            if ((source.committed.get(0) ?? 0) > 0) firstCommitAt = yield* Clock.currentTimeMillis
+            yield* Effect.sleep("100 millis")
+          }
+        }))
+        return yield* Pipeline.run({ source, sink, config: { batch: { records: 1_000 }, rate: 4, memoryBudget: "64 MiB" } })
+      })
+      const exit = yield* runVirtual(program, { stepMillis: 100, maxMillis: 120_000 })
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(source.committed.get(0)).toBe(100_000)
+      expect(firstCommitAt).toBeDefined()
+      expect((firstCommitAt ?? Infinity) - started).toBeLessThan(6_000)
+    }))
+
   it.effect("a store that refuses connections for seconds (a restart) is ridden through: every record committed", () =>
     Effect.gen(function*() {
       // 7 refusals in a row: ~12 s of backoff (100 ms doubling), within the 30 s.
