@@ -43,8 +43,16 @@ const REQUEST_TIMEOUT = "5 seconds"
 const FINISH_MS = 180_000
 /** Bound on the first commit of a fresh archiver (a consumer group join, then a batch). */
 const FIRST_COMMIT_MS = 60_000
-/** A fault ended, the archiver must commit again within this (a restart, a reconnect, a backoff of a few seconds). */
+/** A fault ended, the wait for the archiver's next commit (beyond it: no recovery seen). */
 const RECOVER_MS = 60_000
+/**
+ * A fault ended, the archiver must commit again within this: twice the request
+ * timeout — a request stalled on a broken connection at the fault's end times
+ * out (one request timeout), and its retry goes first (one more request). A
+ * broker back (its client's backoff ≤ 2 s) and an S3 server back (the retry
+ * woken by the first batch verified) take less.
+ */
+const RECOVERED_SECONDS = 10
 
 const settings = (extra: { readonly pipeline?: Record<string, unknown>; readonly batch?: Record<string, unknown>; readonly s3?: Record<string, unknown> } = {}): Run.ArchiverSettings => ({
   pipeline: { batch: { maxAge: "1 second" }, rate: RATE, memoryBudget: "256 MiB", ...extra.pipeline },
@@ -112,6 +120,7 @@ async (context) => {
         [`${times} injections landed mid-run`, injected === times],
         ["archiver rode through every injection", survived],
         ["committed again after each", recoveries.every((r) => r !== null)],
+        [`each time within ${RECOVERED_SECONDS} s`, recoveries.every((r) => r !== null && r <= RECOVERED_SECONDS)],
         ["finished within bound", done]
       ]
     })
@@ -258,6 +267,7 @@ async (context) => {
       checks: [
         ["archiver rode through", survived],
         ["committed again after", recovery !== null],
+        [`within ${RECOVERED_SECONDS} s`, recovery !== null && recovery <= RECOVERED_SECONDS],
         ...(options.retriedWith === undefined ? [] : [[`a batch retried with ${options.retriedWith.source}`, options.retriedWith.test(archiver.output())] as const]),
         ["finished within bound", done]
       ]
