@@ -218,14 +218,17 @@ export const prepare = async (
         readonly conflicts?: number
         readonly checksumFailures?: number
         readonly orphanedUploads?: ReadonlyArray<unknown>
+        readonly unarchived?: ReadonlyArray<{ readonly committed?: number }>
       }
       return {
         ok: report.ok === true,
         exit: result.status,
         found: report.records ?? 0,
         holes: report.holes?.length ?? 0,
-        // Offsets below the committed ones that no verified object holds: gone from the archive and never read again.
-        holeRecords: (report.holes ?? []).reduce((sum, h) => sum + (h.count ?? 0), 0),
+        // Offsets below the committed ones that no verified object holds: gone from the archive and
+        // never read again — the audit's holes, and the partitions committed with no object at all.
+        holeRecords: (report.holes ?? []).reduce((sum, h) => sum + (h.count ?? 0), 0) +
+          (report.unarchived ?? []).reduce((sum, u) => sum + (u.committed ?? 0), 0),
         duplicateObjects: report.duplicates ?? 0,
         // Records of the objects that overlap earlier ones with equal content (an upper bound: an overlap may be partial).
         duplicates: (report.overlaps ?? []).filter((o) => o.kind === "duplicate").reduce((sum, o) => sum + (o.to ?? 0) - (o.from ?? 0) + 1, 0),
