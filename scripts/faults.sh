@@ -22,6 +22,9 @@ export SLUICE_KAFKA_CLUSTER_BASE_PORT="${SLUICE_FAULTS_CLUSTER_BASE_PORT:-29610}
 mkdir -p "$SLUICE_SERVICES_DIR"
 stop() {
   bash scripts/kafka-cluster.sh down >/dev/null 2>&1 || true
+  # The authentication faults' own (faults/Auth.ts stops what it starts; a run that failed may not have).
+  bash scripts/kafka-sasl.sh down >/dev/null 2>&1 || true
+  bash scripts/s3-tls.sh down >/dev/null 2>&1 || true
   bash scripts/toxiproxy.sh down >&2 || true
   bash scripts/kafka-broker.sh down >&2 || true
   bash scripts/s3-server.sh down >&2 || true

@@ -240,6 +240,19 @@ export const prepare = async (
         atEnd: final.every((o, p) => o === high[p])
       }
     },
+    /**
+     * The node that coordinates the group: the leader of its `__consumer_offsets`
+     * partition (Java's `String.hashCode` of the group id, masked positive, modulo
+     * the topic's partitions — how the broker places it).
+     */
+    coordinatorNode: async (): Promise<number | undefined> => {
+      const metadata = await admin.metadata({ topics: ["__consumer_offsets"] })
+      const offsets = metadata.topics.get("__consumer_offsets")
+      if (offsets === undefined) return undefined
+      let hash = 0
+      for (let i = 0; i < group.length; i++) hash = (Math.imul(31, hash) + group.charCodeAt(i)) | 0
+      return offsets.partitions[(hash & 0x7fffffff) % offsets.partitions.length]?.leader
+    },
     close: async () => {
       polling = false
       await poller

@@ -25,6 +25,8 @@ export const LAZY_SERVICES: ReadonlyArray<LazyServiceName> = ["kafka-sasl", "s3-
 
 /** The repository root (this file is `scripts/lib/LazyService.ts`). */
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url))
+/** Where the scripts keep pid and env files: `SLUICE_SERVICES_DIR` when set (as `scripts/faults.sh` sets it), else `.services/`. */
+const SERVICES_DIR = process.env["SLUICE_SERVICES_DIR"] ?? join(REPO_ROOT, ".services")
 
 /**
  * How long `up` may take: the broker's own readiness bound (90 s,
@@ -46,7 +48,7 @@ export const isRunning = (name: LazyServiceName): boolean => script(name, "statu
 /** The variables of `.services/<name>.env` (`KEY=value` lines). */
 export const readEnv = (name: LazyServiceName): Readonly<Record<string, string>> => {
   const vars: Record<string, string> = {}
-  for (const line of readFileSync(join(REPO_ROOT, ".services", `${name}.env`), "utf8").split("\n")) {
+  for (const line of readFileSync(join(SERVICES_DIR, `${name}.env`), "utf8").split("\n")) {
     const at = line.indexOf("=")
     if (at > 0) vars[line.slice(0, at)] = line.slice(at + 1)
   }
@@ -100,9 +102,9 @@ const alive = (pid: number): boolean => {
  * A lock whose owner died is taken over; waiting is bounded.
  */
 export const exclusive = async <A>(name: string, f: () => Promise<A>): Promise<A> => {
-  const dir = join(REPO_ROOT, ".services", `${name}.lock.d`)
+  const dir = join(SERVICES_DIR, `${name}.lock.d`)
   const deadline = Date.now() + LOCK_WAIT_MS
-  mkdirSync(join(REPO_ROOT, ".services"), { recursive: true })
+  mkdirSync(SERVICES_DIR, { recursive: true })
   while (true) {
     try {
       mkdirSync(dir)
