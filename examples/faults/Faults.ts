@@ -200,10 +200,18 @@ const brokerNodeKill = (name: string, target: "leader" | "coordinator"): Fault["
       const recovery = world.recoverySeconds(killed)
       const survived = alive(archiver)
       Services.cluster.startNode(node)
-      const done = await world.allCommitted(FINISH_MS, archiver)
-      const exit = await world.stop(archiver)
+      let done = await world.allCommitted(FINISH_MS, archiver)
+      let exit = await world.stop(archiver)
+      let restarted = false
+      if (!done) {
+        // It died of the fault: restarted, it must resume and finish, nothing lost.
+        const again = world.archiver({ SLUICE_KAFKA_BROKERS: brokers.join(",") })
+        restarted = true
+        done = await world.allCommitted(FINISH_MS, again)
+        exit = await world.stop(again)
+      }
       const audit = await world.audit()
-      context.log(`${name}: killed node ${node} (the group's coordinator: node ${String(coordinator)}); next commit ${String(recovery)} s after`)
+      context.log(`${name}: killed node ${node} (the group's coordinator: node ${String(coordinator)}); next commit ${String(recovery)} s after; ${restarted ? "restarted after it failed" : "rode through"}`)
       return Run.row(world, name, {
         injected: firstCommit ? 1 : 0,
         audit,
