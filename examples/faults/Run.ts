@@ -12,6 +12,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Admin } from "@platformatic/kafka"
 import { committedOffsets, endOffsets } from "../bench/services.ts"
+import { exited, sleep } from "../soak/KillRuns.ts"
 import { createBucket, produce } from "../kafka-to-s3/produce.ts"
 import type { FaultRow } from "./FaultRow.ts"
 
@@ -29,18 +30,7 @@ const STOP_MS = 45_000
 /** What is kept of one archiver's output (its log file gets the same): a fault run's is ~100 KB. */
 export const OUTPUT_BOUND = 16 << 20
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-/** The child's exit code once it exits (`null`: killed by a signal), or `"timeout"` after `within` ms. */
-export const exited = (child: ChildProcess, within: number) =>
-  new Promise<number | null | "timeout">((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode)
-    const timer = setTimeout(() => resolve("timeout"), within)
-    child.once("exit", (code) => {
-      clearTimeout(timer)
-      resolve(code)
-    })
-  })
+export { exited, sleep } from "../soak/KillRuns.ts"
 
 /** A running archiver child: its process and the tail of what it wrote to stderr. */
 export interface ArchiverChild {
