@@ -86,7 +86,13 @@ describe("the tests' producer (issue 24)", () => {
   it("a plain producer appends a request twice when the broker's answer is lost and it retries (the cause)", async () => {
     const { brokers } = endpoints()
     const plain = new Producer({ clientId: "sluice-test-plain", bootstrapBrokers: [...brokers], retries: 3, retryDelay: 50 })
-    expect(await sendLosingAnswer(plain, "plain", 50)).toEqual([100, 100])
+    const [marked, other] = await sendLosingAnswer(plain, "plain", 50)
+    // The request that carried MARK is appended twice: partition 0 holds its 50 records twice.
+    expect(marked).toBe(100)
+    // Partition 1 went in the same request (doubled too) when the client put both in one
+    // Produce, as it usually does; on a loaded machine it once went in a request of its own
+    // ([100, 50] in a CI run beside npm run faults), appended once.
+    expect([50, 100]).toContain(other)
   })
 
   it("testProducer appends each record once through the same lost answer (idempotent: the broker drops the retry)", async () => {

@@ -13,7 +13,7 @@
  *   the budget tells them by code) have lasted `unreachableMillis` (30 s by
  *   default): a server restarting is ridden through, an endpoint that stays
  *   refused fails the run at the first failure past the 30 s — within 30 s
- *   plus one retry delay (48 s with the S3 server killed, `npm run faults --
+ *   plus one retry delay (37.5-48 s with the S3 server killed, `npm run faults --
  *   --only s3-outage`). The pipeline checks it
  *   before asking the policy ({@link exhausted}); giving up fails the run with
  *   `BatchFailed`, and nothing of that batch is committed.
