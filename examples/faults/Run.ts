@@ -10,7 +10,7 @@ import { spawn, spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Admin } from "@platformatic/kafka"
+import { Admin, Connection, FindCoordinatorKeyTypes, findCoordinatorV6 } from "@platformatic/kafka"
 import { committedOffsets, endOffsets } from "../bench/services.ts"
 import { exited, sleep } from "../soak/KillRuns.ts"
 import { createBucket, produce } from "../kafka-to-s3/produce.ts"
@@ -230,18 +230,23 @@ export const prepare = async (
         atEnd: final.every((o, p) => o === high[p])
       }
     },
-    /**
-     * The node that coordinates the group: the leader of its `__consumer_offsets`
-     * partition (Java's `String.hashCode` of the group id, masked positive, modulo
-     * the topic's partitions — how the broker places it).
-     */
+    /** The node that coordinates the group, asked of a broker (FindCoordinator), or `undefined` when none answers. */
     coordinatorNode: async (): Promise<number | undefined> => {
-      const metadata = await admin.metadata({ topics: ["__consumer_offsets"] })
-      const offsets = metadata.topics.get("__consumer_offsets")
-      if (offsets === undefined) return undefined
-      let hash = 0
-      for (let i = 0; i < group.length; i++) hash = (Math.imul(31, hash) + group.charCodeAt(i)) | 0
-      return offsets.partitions[(hash & 0x7fffffff) % offsets.partitions.length]?.leader
+      for (const broker of endpoints.brokers) {
+        const [host = "127.0.0.1", port = "0"] = broker.split(":")
+        const connection = new Connection("sluice-faults-coordinator")
+        try {
+          await connection.connect(host, Number(port))
+          const answer = await findCoordinatorV6.api.async(connection, FindCoordinatorKeyTypes.GROUP, [group])
+          const node = answer.coordinators[0]
+          if (node !== undefined && node.errorCode === 0) return node.nodeId
+        } catch {
+          // that broker is down or not ready: ask the next
+        } finally {
+          await connection.close().catch(() => undefined)
+        }
+      }
+      return undefined
     },
     close: async () => {
       polling = false
