@@ -29,15 +29,25 @@ const MARK = Buffer.from("sluice-test: lose the answer to this produce")
 const loseNextAnswer = () => {
   const write = Socket.prototype.write
   const emit = Socket.prototype.emit
-  const marked = new WeakSet<Socket>()
+  // The socket that wrote the marked Produce, and that request's correlation id (a Kafka
+  // request is size, api key, api version, correlation id, …; an answer is size, correlation
+  // id, …): the answer dropped is that request's, not an earlier one still on the wire — on a
+  // loaded machine the first answer after the write was once another request's, so the
+  // Produce was never appended before its retry.
+  const marked = new WeakMap<Socket, number>()
   const state = { dropped: 0 }
   Socket.prototype.write = function(this: Socket, ...args: Array<unknown>) {
     const chunk = args[0]
-    if (state.dropped === 0 && Buffer.isBuffer(chunk) && chunk.includes(MARK)) marked.add(this)
+    if (state.dropped === 0 && Buffer.isBuffer(chunk) && chunk.length >= 12 && chunk.includes(MARK)) marked.set(this, chunk.readInt32BE(8))
     return Reflect.apply(write, this, args) as boolean
   } as typeof Socket.prototype.write
   Socket.prototype.emit = function(this: Socket, event: string | symbol, ...args: Array<unknown>) {
-    if (event === "data" && state.dropped === 0 && marked.has(this)) {
+    const chunk = args[0]
+    const correlation = marked.get(this)
+    if (
+      event === "data" && state.dropped === 0 && correlation !== undefined && Buffer.isBuffer(chunk) &&
+      chunk.length >= 8 && chunk.readInt32BE(4) === correlation
+    ) {
       state.dropped++
       this.destroy(new Error("connection reset after the broker answered (injected by the test)"))
       return true
@@ -86,13 +96,13 @@ describe("the tests' producer (issue 24)", () => {
   it("a plain producer appends a request twice when the broker's answer is lost and it retries (the cause)", async () => {
     const { brokers } = endpoints()
     const plain = new Producer({ clientId: "sluice-test-plain", bootstrapBrokers: [...brokers], retries: 3, retryDelay: 50 })
-    const [marked, other] = await sendLosingAnswer(plain, "plain", 50)
-    // The request that carried MARK is appended twice: partition 0 holds its 50 records twice.
-    expect(marked).toBe(100)
-    // Partition 1 went in the same request (doubled too) when the client put both in one
-    // Produce, as it usually does; on a loaded machine it once went in a request of its own
-    // ([100, 50] in a CI run beside npm run faults), appended once.
-    expect([50, 100]).toContain(other)
+    const ends = await sendLosingAnswer(plain, "plain", 50)
+    // Records appended twice: the client sent again what the lost answer was for. Which
+    // partitions that was is the client's business: [100, 100], [100, 50] and runs with
+    // partition 0 at 50 were all seen (it does not always put both in one Produce); the
+    // test asserted [100, 100] and failed on a loaded machine.
+    expect(ends.reduce((sum, end) => sum + end, 0)).toBeGreaterThan(100)
+    for (const end of ends) expect([50, 100]).toContain(end)
   })
 
   it("testProducer appends each record once through the same lost answer (idempotent: the broker drops the retry)", async () => {
