@@ -192,7 +192,7 @@ const elsewhere: Record<string, string> = {
   "npm run bench:e2e -- --rounds 1 --cpu-prof /tmp/prof": "a benchmark (minutes): run by hand",
   "npm run soak -- --rate 200k --duration 60": "examples/test/Soak.test.ts (5 s smoke of the same command)",
   "npm run soak -- --rate 1M --duration 5m --json": "examples/test/Soak.test.ts (smoke); the 5-minute run by hand",
-  "npm run faults -- --json": "by hand (~30 min on 2 cores, starts its own services): figures in examples/README.md; its smoke (one fault of each class) in examples/test/Faults.test.ts",
+  "npm run faults -- --json": "by hand (~35 min on 2 cores, starts its own services): figures in examples/README.md; its smoke (one fault of each class) in examples/test/Faults.test.ts",
   "npm run faults -- --only s3-kill,stall --json": "by hand: the same program as `npm run faults`, two of its faults; both run in the smoke, examples/test/Faults.test.ts",
   "npm run faults -- --smoke --json": "examples/test/Faults.test.ts runs `scripts/faults.sh --smoke --json` (what this command runs) and checks every row",
   "npm run brokers": "by hand (~15 min on 2 cores, starts the 3-node cluster and the S3 server): figures in examples/README.md; its pure parts in examples/test/Brokers.test.ts",
