@@ -176,11 +176,11 @@ const s3Outage: Fault["run"] = async (context) => {
 /**
  * One node of the 3-node cluster SIGKILLed mid-run, then started again: a node
  * that leads partitions of the topic but does not coordinate the group (its
- * leaderships move), or the group's coordinator. The second fails for now: the
- * Kafka client (`@platformatic/kafka` 1.35) caches the coordinator and never
- * looks it up again, so every commit goes to the dead node until the budget
- * ends the run (platformatic/kafka#290, fixed in 2.x by #291; the source pins
- * 1.x).
+ * leaderships move), or the group's coordinator (the group moves). With
+ * `@platformatic/kafka` 1.35 the second failed: the client cached the
+ * coordinator and never looked it up again, so every commit went to the dead
+ * node until the budget ended the run (platformatic/kafka#290, fixed in 2.x by
+ * #291; the source is on 2.12).
  */
 const brokerNodeKill = (name: string, target: "leader" | "coordinator"): Fault["run"] => async (context) => {
   Services.cluster.up()
