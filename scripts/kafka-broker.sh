@@ -82,10 +82,12 @@ cmd_install() {
 
 # --- helpers ---------------------------------------------------------------
 
+# The live broker pid recorded in pid file $1 (default: this broker's), or fail.
+# kafka-cluster.sh and kafka-sasl.sh (which source this file) call it with theirs.
 running_pid() {
-  local pid
-  [[ -f "$PID_FILE" ]] || return 1
-  pid="$(cat "$PID_FILE")"
+  local file=${1:-$PID_FILE} pid
+  [[ -f "$file" ]] || return 1
+  pid="$(cat "$file")"
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
   kill -0 "$pid" 2>/dev/null || return 1
   # Guard against a recycled pid: it must be our broker.

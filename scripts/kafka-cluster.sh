@@ -57,15 +57,7 @@ plain_port() { echo $((BASE + $1)); }
 ssl_port() { echo $((BASE + 5 + $1)); }
 controller_port() { echo $((BASE + 10 + $1)); }
 
-node_pid() {
-  local f="$DIR/node-$1.pid" pid
-  [[ -f "$f" ]] || return 1
-  pid="$(cat "$f")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka' || return 1
-  echo "$pid"
-}
+node_pid() { running_pid "$DIR/node-$1.pid"; }
 
 # The base port the running cluster was started with (from node 1's properties), so that
 # status/down agree with it when the environment changed since.

@@ -76,15 +76,7 @@ SASL_LOCK="$SERVICES/kafka-sasl.lock"
 slog() { printf 'kafka-sasl: %s\n' "$*" >&2; }
 sdie() { slog "ERROR: $*"; exit 1; }
 
-sasl_pid() {
-  local pid
-  [[ -f "$SASL_PID_FILE" ]] || return 1
-  pid="$(cat "$SASL_PID_FILE")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka' || return 1
-  echo "$pid"
-}
+sasl_pid() { running_pid "$SASL_PID_FILE"; }
 
 # The INTERNAL port of the running broker (from its properties), so that status agrees
 # with it when the environment changed since.
