@@ -113,6 +113,9 @@ export interface RetryBudget {
  */
 export const UNREACHABLE_MILLIS = 30_000
 
+/** Codes that mean the store cannot be reached at all: the connection refused, no route, DNS. */
+const UNREACHABLE_CODES: ReadonlyArray<string> = ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]
+
 /**
  * Codes that say the store gave no answer at all — the connection refused or
  * not resolved ({@link defaultBudget}'s `unreachableCodes`), reset or cut, or
@@ -134,11 +137,7 @@ export const UNREACHABLE_MILLIS = 30_000
  * @since 0.4.0
  */
 export const NO_ANSWER_CODES: ReadonlyArray<string> = [
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
+  ...UNREACHABLE_CODES,
   "ECONNRESET",
   "EPIPE",
   "ECONNABORTED",
@@ -162,7 +161,7 @@ export const defaultBudget: RetryBudget = {
   maxAttempts: 100,
   maxElapsedMillis: 15 * 60_000,
   unreachableMillis: UNREACHABLE_MILLIS,
-  unreachableCodes: ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]
+  unreachableCodes: UNREACHABLE_CODES
 }
 
 /**

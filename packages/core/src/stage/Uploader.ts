@@ -264,9 +264,9 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
     let answered = Deferred.makeUnsafe<void>()
     const storeAnswered = Effect.gen(function*() {
       answeredAt = yield* Clock.currentTimeMillis
-      const waiting = answered
+      const woken = answered
       answered = Deferred.makeUnsafe<void>()
-      Deferred.doneUnsafe(waiting, Effect.void)
+      Deferred.doneUnsafe(woken, Effect.void)
     })
 
     const onVerified = (batch: SealedBatch) =>
