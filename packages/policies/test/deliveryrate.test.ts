@@ -328,7 +328,7 @@ describe("DeliveryRate (pure core)", () => {
     expect(knee.inflightHi).toBe(Infinity)
     expect(knee.proposed).toBeGreaterThan(7)
     // The same bound from a throttle episode stays.
-    const throttled = after({ ...fast, inflightHi: 7, throttledAt: 10 })
+    const throttled = after({ ...fast, inflightHi: 7, episode: { ...fast.episode, throttledAt: 10 } })
     expect(throttled.inflightHi).toBe(7)
     expect(throttled.proposed).toBeLessThanOrEqual(7)
   })

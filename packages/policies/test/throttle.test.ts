@@ -90,7 +90,7 @@ describe("Throttle", () => {
   it("above the known-clean level, after the plateau, regains +step per round (step / limit per success), not per success", () => {
     const c = config()
     let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 24 }), 100]]).state
-    s = { ...s, limit: Math.max(1, s.throttledAt - 1), plateau: PROBE_ABOVE_AFTER }
+    s = { ...s, limit: Math.max(1, s.episode.throttledAt - 1), plateau: PROBE_ABOVE_AFTER }
     const from = s.limit
     // One round of `from` successes started after the cut: about one slot more, not `from`.
     for (let i = 0; i < from; i++) {
@@ -298,7 +298,7 @@ describe("Throttle", () => {
       const c = config({ restoreAfterMillis: 10_000, rateOnFirstCut: true })
       let s = cutAt100(c)
       expect(s.proposed.rate).toBeDefined()
-      const known = s.throttledAt - 1
+      const known = s.episode.throttledAt - 1
       // Until 25 s: before `RATE_RELEASE_AFTER_MILLIS` (30 s) could release the rate on its own.
       for (let t = 200, i = 0; t <= 25_000; t += 100, i++) {
         s = Throttle.policy.step(s, tick(t), t).state

@@ -32,6 +32,7 @@ import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Effect, Schema } from "effect"
 import type { Layer } from "effect"
 import * as Latency from "../internal/Latency.ts"
+import * as ThrottleEpisode from "../internal/ThrottleEpisode.ts"
 import * as Probe from "../probe/Probe.ts"
 
 /** AIMD's probe: half the samples of `Probe.defaults`, half as often. */
@@ -126,17 +127,11 @@ export interface AimdState {
   readonly probe: Probe.ProbeState
   /** The value last proposed. */
   readonly proposed: number
-  /** Lowest in-flight count a throttled request started at since the storm began (`Infinity`: none). */
-  readonly throttledAt: number
-  readonly lastThrottleAt: number
-  /** Flat samples in a row, started after the last throttle, from above `throttledAt`. */
-  readonly clear: number
+  /** The throttle episode (its `clear` counts flat samples only). */
+  readonly episode: ThrottleEpisode.ThrottleEpisode
   /** The limit before the storm's first throttle cut: where slow start returns to once it clears. */
   readonly beforeStorm: number
 }
-
-/** Flat samples in a row from above the throttled level that mean the storm has cleared. */
-const CLEAR_SAMPLES = 3
 
 const clamp = (c: AimdConfig, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
 
@@ -220,17 +215,13 @@ const onSample = (s: AimdState, sample: SignalBus.UploadSample, now: number): Ai
   if (latency.mean > threshold) {
     return fresh(s, sample.startedAt, sample.inflightAtStart) ? cut(next, now, sample.inflightAtStart) : next
   }
-  const cleared = s.throttledAt !== Infinity && sample.startedAt >= s.lastThrottleAt &&
-      sample.inflightAtStart > s.throttledAt
-    ? s.clear + 1
-    : s.clear
+  const episode = ThrottleEpisode.succeeded(s.episode, sample.startedAt, sample.inflightAtStart)
   // The storm has cleared (clean requests above the level that was throttled):
   // slow start again toward the limit before it (BBR/CUBIC fast recovery); the
   // first latency climb or throttle ends it as usual.
-  const ssthresh = cleared >= CLEAR_SAMPLES ? Math.max(s.ssthresh, s.beforeStorm) : s.ssthresh
-  const storm = cleared >= CLEAR_SAMPLES
-    ? { throttledAt: Infinity, clear: 0, beforeStorm: 0, ssthresh }
-    : { clear: cleared, ssthresh }
+  const over = ThrottleEpisode.cleared(episode)
+  const ssthresh = over ? Math.max(s.ssthresh, s.beforeStorm) : s.ssthresh
+  const storm = over ? { episode: ThrottleEpisode.end(episode), beforeStorm: 0, ssthresh } : { episode, ssthresh }
   const used = sample.inflightAtStart >= s.limit / 2
   const slow = c.slowStart && s.limit < ssthresh
   const limit = !used ? s.limit : slow
@@ -299,9 +290,7 @@ export const policy: Policy.Policy<AimdConfig, AimdState, Config.Input<typeof Ai
     lastCutAt: -Infinity,
     probe: Probe.init(config.probe),
     proposed: config.initial,
-    throttledAt: Infinity,
-    lastThrottleAt: -Infinity,
-    clear: 0,
+    episode: ThrottleEpisode.none,
     beforeStorm: 0
   }),
   initial: (s) => ({ concurrency: s.proposed }),
@@ -313,10 +302,8 @@ export const policy: Policy.Policy<AimdConfig, AimdState, Config.Input<typeof Ai
     } else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") {
       const storm: AimdState = {
         ...s,
-        throttledAt: Math.min(s.throttledAt, Math.max(s.config.floor, signal.inflightAtStart)),
-        lastThrottleAt: now,
-        clear: 0,
-        beforeStorm: s.throttledAt === Infinity ? Math.max(s.limit, s.mode === "probing" ? s.probe.saved : 0) : s.beforeStorm
+        episode: ThrottleEpisode.throttled(s.episode, s.config.floor, signal.inflightAtStart, now),
+        beforeStorm: ThrottleEpisode.active(s.episode) ? s.beforeStorm : Math.max(s.limit, s.mode === "probing" ? s.probe.saved : 0)
       }
       next = fresh(s, signal.startedAt, signal.inflightAtStart) ? cut(storm, now) : storm
     }

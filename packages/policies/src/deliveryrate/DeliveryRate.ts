@@ -76,6 +76,7 @@ import { Schema } from "effect"
 import type { Layer } from "effect"
 import * as Delivery from "../internal/Delivery.ts"
 import * as Latency from "../internal/Latency.ts"
+import * as ThrottleEpisode from "../internal/ThrottleEpisode.ts"
 
 /*
  * The model's constants. Each is tcp_bbr.c's (or BBRv2's) where its line says
@@ -259,11 +260,8 @@ export interface DeliveryRateState {
   /** Upper bound on in-flight from throttles and the knee (`Infinity`: none known). */
   readonly inflightHi: number
   readonly lastCutAt: number
-  readonly lastThrottleAt: number
-  /** Lowest in-flight a throttled request of this episode began at (`Infinity`: no episode). */
-  readonly throttledAt: number
-  /** Successes in a row, begun after the last throttle, from above `throttledAt`. */
-  readonly clear: number
+  /** The throttle episode: the lowest in-flight throttled, the last throttle, the clean successes since. */
+  readonly episode: ThrottleEpisode.ThrottleEpisode
   /** The in-flight before the episode's first cut: what its end restores (BBR's `prior_cwnd`). */
   readonly priorInflight: number
   /** In-flight kept at least at this after a restore, until the rate filter has measured it (0: none). */
@@ -478,7 +476,7 @@ const beginProbe = (s: DeliveryRateState, now: number, before: RoundStats): Deli
  * slowdown that needed ~45 (versitygw behind toxiproxy, `npm run replay`),
  * a knee its probe had read at 7 from 16 uploads in the fast phase.
  */
-const hiAfterSlowdown = (s: DeliveryRateState): number => (s.throttledAt === Infinity ? Infinity : s.inflightHi)
+const hiAfterSlowdown = (s: DeliveryRateState): number => (ThrottleEpisode.active(s.episode) ? s.inflightHi : Infinity)
 
 const endProbe = (s: DeliveryRateState, now: number): DeliveryRateState => {
   const p = s.probe
@@ -682,9 +680,7 @@ const onThrottle = (s: DeliveryRateState, f: SignalBus.FailureSignal, now: numbe
   const counted = {
     ...s,
     round: { ...s.round, throttled: true },
-    lastThrottleAt: now,
-    throttledAt: Math.min(s.throttledAt, Math.max(c.floor, f.inflightAtStart)),
-    clear: 0
+    episode: ThrottleEpisode.throttled(s.episode, c.floor, f.inflightAtStart, now)
   }
   // One cut per round: a request that began before the last cut, or with more
   // in flight than the cut allows, measured the old regime.
@@ -692,34 +688,33 @@ const onThrottle = (s: DeliveryRateState, f: SignalBus.FailureSignal, now: numbe
   const from = Math.min(s.proposed, Math.max(c.floor, f.inflightAtStart))
   const inflightHi = Math.max(c.floor, from * c.throttleBeta)
   const mode = s.mode === "startup" ? "drain" : s.mode === "probeUp" ? "probeDown" : s.mode
-  const priorInflight = s.throttledAt === Infinity ? Math.max(s.round.inflight, s.lastRound.inflight) : s.priorInflight
+  const priorInflight = ThrottleEpisode.active(s.episode) ? s.priorInflight : Math.max(s.round.inflight, s.lastRound.inflight)
   return { ...withMode(counted, mode), inflightHi, lastCutAt: now, priorInflight, restoreFloor: 0 }
 }
 
 /**
- * The throttle episode is over — `CLEAR_SAMPLES` requests in a row, begun
- * after the last throttle with more in flight than the lowest level
- * throttled, succeeded, and neither this round nor the last saw a throttle: the bound the episode set is lifted and in-flight goes
+ * The throttle episode is over — it has cleared (`ThrottleEpisode.cleared`:
+ * `CLEAR_SAMPLES` requests in a row, begun after the last throttle with more
+ * in flight than the lowest level throttled, succeeded), and neither this
+ * round nor the last saw a throttle: the bound the episode set is lifted and in-flight goes
  * straight back to what it was before the episode (BBR restores the
  * congestion window it had before loss recovery, `prior_cwnd`), held there
  * until the rate filter has measured it (it may have forgotten it during a
  * long storm).
  */
 const clearedAbove = (s: DeliveryRateState, sample: SignalBus.UploadSample): DeliveryRateState => {
-  if (s.throttledAt === Infinity || sample.startedAt < s.lastThrottleAt || sample.inflightAtStart <= s.throttledAt) return s
-  const clear = s.clear + 1
+  const episode = ThrottleEpisode.succeeded(s.episode, sample.startedAt, sample.inflightAtStart)
+  // Only a success that counts can end the episode.
+  if (episode === s.episode) return s
   // …and a whole round without a throttle: in a storm that throttles half the
   // requests above its level, three successes in a row happen by chance, and
   // a restore mid-storm bursts into it (seed 21 of the storm proof: 17 in flight).
-  if (clear < CLEAR_SAMPLES || s.round.throttled || s.lastRound.throttled) return { ...s, clear }
-  return { ...s, clear: 0, throttledAt: Infinity, inflightHi: Infinity, restoreFloor: s.priorInflight }
+  if (!ThrottleEpisode.cleared(episode) || s.round.throttled || s.lastRound.throttled) return { ...s, episode }
+  return { ...s, episode: ThrottleEpisode.end(episode), inflightHi: Infinity, restoreFloor: s.priorInflight }
 }
 
 /** Rounds `drain` lasts at most (BBR drains in about one). */
 const DRAIN_ROUNDS = 3
-
-/** Successes from above the throttled level that end a throttle episode (as AIMD and Throttle count them). */
-const CLEAR_SAMPLES = 3
 
 /**
  * A store that got slower, seen before its first slow upload completes: half
@@ -827,9 +822,7 @@ export const policy: Policy.Policy<DeliveryRateConfig, DeliveryRateState, Config
     previousInflight: 0,
     inflightHi: Infinity,
     lastCutAt: -Infinity,
-    lastThrottleAt: -Infinity,
-    throttledAt: Infinity,
-    clear: 0,
+    episode: ThrottleEpisode.none,
     priorInflight: 0,
     restoreFloor: 0,
     probe: undefined,

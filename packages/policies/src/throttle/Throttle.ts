@@ -35,6 +35,7 @@ import { Config, Field, Policy, RetryPolicy } from "@sluice/core"
 import type { Failure, Knob, SignalBus } from "@sluice/core"
 import { Effect, Layer, Schema } from "effect"
 import * as Rng from "../internal/Rng.ts"
+import * as ThrottleEpisode from "../internal/ThrottleEpisode.ts"
 import * as CubicRate from "./CubicRate.ts"
 
 type Proposal = Knob.Proposal
@@ -52,8 +53,6 @@ const RATE_SMOOTH = 0.8
 const MIN_RATE = 0.5
 /** Quiet time before the rate limit is released. Swept to 10 s on the family train set: p10 and median ±0, every shipped scenario equal — no measured reason for 30 s. */
 const RATE_RELEASE_AFTER_MILLIS = 30_000
-/** Successes in a row from above the episode's throttle level that restore early (the storm has cleared). Swept to 1 on the family train set: p10 and median ±0, every shipped scenario equal — no measured reason for 3. */
-const CLEAR_SAMPLES = 3
 /** Successes at the level just below the episode's throttle level before growing above it again. Swept to 36 on the family train set: p10 and median ±0; wide-throttle-storm loses 0.005 — no measured reason for 72. */
 const PROBE_ABOVE_AFTER = 72
 /**
@@ -130,16 +129,13 @@ export interface ThrottleState {
   readonly lastCutAt: number
   /** The in-flight count the last cut was taken from (`Infinity` before the first; read only while not open). */
   readonly cutFrom: number
-  readonly lastThrottleAt: number
   readonly rate: CubicRate.CubicRate
   readonly proposed: Proposal
   /** Throttles seen (all of them, including those that did not cut). */
   readonly throttles: number
-  /** Lowest in-flight count a throttled request of this episode started at (`Infinity` when open). */
-  readonly throttledAt: number
-  /** Successes in a row, started after the last throttle, from above `throttledAt`. */
-  readonly clear: number
-  /** Successes since the limit reached the level just below `throttledAt` (the plateau). */
+  /** The throttle episode (read, and its successes counted, only while not open). */
+  readonly episode: ThrottleEpisode.ThrottleEpisode
+  /** Successes since the limit reached the level just below `episode.throttledAt` (the plateau). */
   readonly plateau: number
   /** The combined concurrency in force (the last `Tick`'s; `Infinity` before one). */
   readonly knob: number
@@ -187,9 +183,7 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
   const counted = {
     ...s,
     throttles: s.throttles + 1,
-    lastThrottleAt: now,
-    throttledAt: Math.min(s.throttledAt, Math.max(c.floor, f.inflightAtStart)),
-    clear: 0
+    episode: ThrottleEpisode.throttled(s.episode, c.floor, f.inflightAtStart, now)
   }
   // One cut per round: a request that began before the last cut, or while more
   // were in flight than the cut limit allows (a later stage of an upload admitted
@@ -220,8 +214,8 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
     // confirms that level rather than finding a new one: cut to just below it
     // (the level below is known clean) instead of ×`beta`. A throttle below it
     // means the level moved: the usual multiplicative cut.
-    limit: s.mode !== "open" && f.inflightAtStart >= s.throttledAt
-      ? Math.max(c.floor, from * c.beta, Math.min(from - 1, s.throttledAt - 1))
+    limit: s.mode !== "open" && f.inflightAtStart >= s.episode.throttledAt
+      ? Math.max(c.floor, from * c.beta, Math.min(from - 1, s.episode.throttledAt - 1))
       : Math.max(c.floor, from * (s.mode === "open" ? c.firstBeta : c.beta)),
     lastCutAt: now,
     cutFrom: from,
@@ -245,18 +239,11 @@ const onThrottle = (s: ThrottleState, f: SignalBus.FailureSignal, now: number): 
 
 /** No throttle for a whole `restoreAfterMillis` (with the restore probe on: the ablation keeps the old rule). */
 const quietBefore = (s: ThrottleState, now: number): boolean =>
-  s.config.restore && now - s.lastThrottleAt >= s.config.restoreAfterMillis
+  s.config.restore && now - s.episode.lastThrottleAt >= s.config.restoreAfterMillis
 
-/**
- * The storm has cleared: `CLEAR_SAMPLES` requests in a row, started after the
- * last throttle with more in flight than the lowest level that was throttled
- * this episode, succeeded. Growth inside the region that was never throttled
- * is no evidence; clean requests above the level that was are.
- */
-const clearedAbove = (s: ThrottleState, startedAt: number, inflightAtStart: number): ThrottleState => {
-  if (s.mode === "open" || startedAt < s.lastThrottleAt) return s
-  return inflightAtStart > s.throttledAt ? { ...s, clear: s.clear + 1 } : s
-}
+/** A success counts toward the episode's end only while one is open (`ThrottleEpisode.succeeded`). */
+const clearedAbove = (s: ThrottleState, startedAt: number, inflightAtStart: number): ThrottleState =>
+  s.mode === "open" ? s : { ...s, episode: ThrottleEpisode.succeeded(s.episode, startedAt, inflightAtStart) }
 
 const onSuccess = (s: ThrottleState, startedAt: number, now: number, inflightAtStart: number = 0): ThrottleState => {
   const c = s.config
@@ -268,7 +255,7 @@ const onSuccess = (s: ThrottleState, startedAt: number, now: number, inflightAtS
   // plateaus for `PROBE_ABOVE_AFTER` successes before probing above it again
   // (+`STEP` per round), so probing the known-bad level costs at most a
   // throttle or two per plateau instead of one per round.
-  const known = Math.max(c.floor, s.throttledAt - 1)
+  const known = Math.max(c.floor, s.episode.throttledAt - 1)
   const below = s.limit < known
   const plateau = below ? 0 : s.plateau + 1
   const limit = Math.min(
@@ -281,16 +268,16 @@ const onSuccess = (s: ThrottleState, startedAt: number, now: number, inflightAtS
   )
   const next = clearedAbove({ ...s, plateau }, startedAt, inflightAtStart)
   return limit >= s.saved
-    ? { ...next, rate, mode: "open", limit, throttledAt: Infinity, clear: 0, plateau: 0 }
+    ? { ...next, rate, mode: "open", limit, episode: ThrottleEpisode.end(next.episode), plateau: 0 }
     : { ...next, rate, mode: "recovering", limit }
 }
 
 const restore = (s: ThrottleState, now: number): ThrottleState => {
   if (!s.config.restore) return s
   // Restore after `restoreAfterMillis` without a throttle, or as soon as the
-  // storm has cleared (see `clearedAbove`).
-  const cleared = s.mode !== "open" && s.clear >= CLEAR_SAMPLES
-  if (!cleared && now - s.lastThrottleAt < s.config.restoreAfterMillis) return s
+  // storm has cleared (`ThrottleEpisode.cleared`).
+  const cleared = s.mode !== "open" && ThrottleEpisode.cleared(s.episode)
+  if (!cleared && now - s.episode.lastThrottleAt < s.config.restoreAfterMillis) return s
   // BBR-style restore of both knobs: a rate cut during an episode that ended
   // must not keep the pipeline slow (a cubic from a tiny measured rate takes
   // far longer than the episode did).
@@ -305,7 +292,7 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
     const window = now - s.busy.since >= s.config.restoreAfterMillis ? emptyWindow(now) : s.busy
     return window === s.busy && rate === s.rate ? s : { ...s, rate, busy: window }
   }
-  if (s.mode !== "open") return { ...s, mode: "open", limit: s.saved, rate, throttledAt: Infinity, clear: 0 }
+  if (s.mode !== "open") return { ...s, mode: "open", limit: s.saved, rate, episode: ThrottleEpisode.end(s.episode) }
   return rate === s.rate ? s : { ...s, rate }
 }
 
@@ -373,12 +360,10 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<t
     saved: config.ceiling,
     lastCutAt: -Infinity,
     cutFrom: Infinity,
-    lastThrottleAt: -Infinity,
     rate: CubicRate.init(rateConfig(config)),
     proposed: {},
     throttles: 0,
-    throttledAt: Infinity,
-    clear: 0,
+    episode: ThrottleEpisode.none,
     plateau: 0,
     knob: Infinity,
     busy: emptyWindow(-Infinity)
