@@ -38,6 +38,12 @@ const recordedSignals = (fixture: string): Array<readonly [SignalBusSignal, numb
       return [signal, signal.at] as const
     })
 
+/** The same signals as if the limit had bound every request: each began with the limit full. */
+const limitBound = (signals: ReadonlyArray<readonly [SignalBusSignal, number]>): Array<readonly [SignalBusSignal, number]> =>
+  signals.map(([signal, at]) =>
+    [signal._tag === "UploadSample" || signal._tag === "Failure" ? { ...signal, limitAtStart: Math.min(signal.limitAtStart, signal.inflightAtStart) } : signal, at] as const
+  )
+
 /** A fast store: 8 ms per request + 64 MiB/s, 8 MiB objects (~133 ms), 16 in flight, 400 completions 10 ms apart (with a verify each when `verify`). */
 const fastStore = (verify: boolean) => {
   const warm: Array<readonly [SignalBusSignal, number]> = []
@@ -277,18 +283,26 @@ describe("DeliveryRate (pure core)", () => {
     // toxics turned 10× slower at 30 s (12.6 s each; ~45 in flight carry the
     // inflow). Replayed open loop up to 40 s, before the first slow upload
     // completed: what the core decides at 34.6 s depends on nothing after it.
-    const signals = recordedSignals("replay-slowdown-10x-signals.jsonl")
     const c = config(Composition.defaultsBase.deliveryRate)
-    const fast = Policy.replay(DeliveryRate.policy, c, signals.filter(([, at]) => at < 30_000)).state
-    // The fast phase: the probe drained 16 uploads whose bodiless requests had
-    // queued on the host (10 → 22 ms) while the rate doubled (53 → 99 MB/s) and
-    // each upload 1.36 s against 1.28 s at 8: no knee (read at ~7 before `queuedIn`, it held the default at 6–9).
-    expect(fast.probes).toBeGreaterThanOrEqual(1)
-    expect(fast.inflightHi).toBe(Infinity)
-    const slow = Policy.replay(DeliveryRate.policy, c, signals)
-    const proposed = slow.proposals.filter(([at]) => at >= 30_000).map(([, p]) => p.concurrency ?? 0)
-    expect(slow.state.minLatency, "the running uploads raised the minimum").toBeGreaterThan(3 * fast.minLatency)
-    expect(Math.max(0, ...proposed), "and the uploads with it, past the old knee").toBeGreaterThanOrEqual(30)
+    const check = (signals: ReadonlyArray<readonly [SignalBusSignal, number]>, probes: (n: number) => void) => {
+      const fast = Policy.replay(DeliveryRate.policy, c, signals.filter(([, at]) => at < 30_000)).state
+      probes(fast.probes)
+      // The fast phase: the bodiless requests of 16 uploads queued on the host
+      // (10 → 22 ms) while the rate doubled (53 → 99 MB/s) and each upload took
+      // 1.36 s against 1.28 s at 8: no knee (read at ~7 before `queuedIn`, it held the default at 6–9).
+      expect(fast.inflightHi).toBe(Infinity)
+      const slow = Policy.replay(DeliveryRate.policy, c, signals)
+      const proposed = slow.proposals.filter(([at]) => at >= 30_000).map(([, p]) => p.concurrency ?? 0)
+      expect(slow.state.minLatency, "the running uploads raised the minimum").toBeGreaterThan(3 * fast.minLatency)
+      expect(Math.max(0, ...proposed), "and the uploads with it, past the old knee").toBeGreaterThanOrEqual(30)
+    }
+    const recorded = recordedSignals("replay-slowdown-10x-signals.jsonl")
+    // As recorded, no request of the rise found the limit full (16 in flight
+    // under a higher limit): app-limited, so the rise is not probed at all.
+    check(recorded, (n) => expect(n, "no probe while app-limited").toBe(0))
+    // Had the limit bound those requests, the probe drains them — and `queuedIn`
+    // still reads no knee from a host that only queued its small requests.
+    check(limitBound(recorded), (n) => expect(n, "the probe ran").toBeGreaterThanOrEqual(1))
   })
 
   it("a real knee with its queue in arrival order (signals recorded by `npm run replay`): the probe's knee is not below the level it drained to unqueued", () => {
@@ -302,15 +316,62 @@ describe("DeliveryRate (pure core)", () => {
     // request slows in proportion; behind a queue in arrival order it read
     // 40 × 43 / 1452 = 1.2 and held 2 uploads for 20 s (0.712 of the measured
     // oracle in the slow phase; the simulator, whose knee slows every request: 0.917).
-    const signals = recordedSignals("replay-knee-drop-5x-signals.jsonl")
-    const before = Policy.replay(DeliveryRate.policy, config(), signals.filter(([, at]) => at < 57_900)).state
-    expect(before.mode).not.toBe("probing")
+    const recorded = recordedSignals("replay-knee-drop-5x-signals.jsonl")
+    // As recorded, the 40 in flight at 58 s ran under a limit of 64: app-limited,
+    // so that rise is not probed, and nothing caps the uploads either.
+    const asRecorded = Policy.replay(DeliveryRate.policy, config(), recorded)
+    const before = Policy.replay(DeliveryRate.policy, config(), recorded.filter(([, at]) => at < 57_900)).state
+    expect(asRecorded.state.probes, "no probe at 58 s while app-limited").toBe(before.probes)
+    expect(asRecorded.state.inflightHi).toBe(Infinity)
+    expect(Math.min(...asRecorded.proposals.filter(([at]) => at >= 63_000).map(([, p]) => p.concurrency ?? 0))).toBeGreaterThanOrEqual(12)
+    // Had the limit bound them, the probe runs, and its knee is not below the level it measured unqueued.
+    const signals = limitBound(recorded)
+    const boundBefore = Policy.replay(DeliveryRate.policy, config(), signals.filter(([, at]) => at < 57_900)).state
+    expect(boundBefore.mode).not.toBe("probing")
     const after = Policy.replay(DeliveryRate.policy, config(), signals)
-    expect(after.state.probes, "the probe at 58 s ran and ended").toBeGreaterThan(before.probes)
+    expect(after.state.probes, "the probe at 58 s ran and ended").toBeGreaterThan(boundBefore.probes)
     expect(after.state.probe).toBeUndefined()
     expect(after.state.inflightHi, "the knee: at least the 20 uploads measured unqueued").toBeGreaterThanOrEqual(20)
     const proposed = after.proposals.filter(([at]) => at >= 63_000).map(([, p]) => p.concurrency ?? 0)
     expect(Math.min(...proposed)).toBeGreaterThanOrEqual(12)
+  })
+
+  it("a latency rise while app-limited is not probed (in-flight grew with the latency: Little's law); the same rise with the limit full is, and the minimum's age probes only a limit that binds", () => {
+    // A fast store at 16 in flight under a limit of 16, then the store 3× slower
+    // per request while the inflow stays: in-flight grows 16 → 40 by Little's
+    // law. As an archiver sees it, under a limit of 84 (app-limited), or of 40
+    // (every request found the limit full).
+    const { warm, t } = fastStore(true)
+    const slower = (limit: number) => {
+      const out: Array<readonly [SignalBusSignal, number]> = []
+      for (let i = 1; i <= 40; i++) {
+        const at = t + i * 25
+        out.push([sample(at, 24, { stage: "manifest_upload", bytes: 0, startedAt: at - 24, inflightAtStart: 40, limitAtStart: limit }), at])
+        out.push([sample(at, 24, { stage: "verify", bytes: 0, startedAt: at - 24, inflightAtStart: 40, limitAtStart: limit }), at])
+      }
+      return out
+    }
+    const c = config({ initial: 16 })
+    const appLimited = Policy.replay(DeliveryRate.policy, c, [...warm, ...slower(84)])
+    expect(appLimited.state.probes, "no drain while app-limited").toBe(Policy.replay(DeliveryRate.policy, c, warm).state.probes)
+    expect(appLimited.state.mode).not.toBe("probing")
+    const bound = Policy.replay(DeliveryRate.policy, c, [...warm, ...slower(40)])
+    expect(bound.state.mode, "the limit was full: the probe drains to tell").toBe("probing")
+    expect(bound.state.proposed).toBe(20)
+    // 10 s later (the minimum's age) with no sample near the minimum: probed only where the limit bound.
+    const stale = (limit: number) => {
+      const start = Policy.replay(DeliveryRate.policy, c, [...warm, ...slower(limit).slice(0, 10)]).state
+      let state = start
+      for (let at = t + 300; at <= t + 11_000; at += 100) {
+        state = DeliveryRate.policy.step(state, sample(at, 24, { stage: "manifest_upload", bytes: 0, startedAt: at - 24, inflightAtStart: 40, limitAtStart: limit }), at).state
+        state = DeliveryRate.policy.step(state, sample(at, 400, { bytes: 8 * MiB, startedAt: at - 400, inflightAtStart: 40, limitAtStart: limit }), at).state
+        // Only the minimum's age is under test here, not the rise rule above.
+        state = { ...state, risen: { ...state.risen, samples: 0 } }
+      }
+      return state
+    }
+    expect(stale(84).probes, "no probe for the minimum's age while app-limited").toBe(Policy.replay(DeliveryRate.policy, c, warm).state.probes)
+    expect(stale(40).probes, "the minimum's age probes a limit that binds").toBeGreaterThan(Policy.replay(DeliveryRate.policy, c, warm).state.probes)
   })
 
   it("a knee read in the old regime does not bound in-flight once the store itself got slower; a throttle bound does", () => {
