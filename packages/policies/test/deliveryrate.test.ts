@@ -352,8 +352,9 @@ describe("DeliveryRate (pure core)", () => {
       return out
     }
     const c = config({ initial: 16 })
+    const warmProbes = Policy.replay(DeliveryRate.policy, c, warm).state.probes
     const appLimited = Policy.replay(DeliveryRate.policy, c, [...warm, ...slower(84)])
-    expect(appLimited.state.probes, "no drain while app-limited").toBe(Policy.replay(DeliveryRate.policy, c, warm).state.probes)
+    expect(appLimited.state.probes, "no drain while app-limited").toBe(warmProbes)
     expect(appLimited.state.mode).not.toBe("probing")
     const bound = Policy.replay(DeliveryRate.policy, c, [...warm, ...slower(40)])
     expect(bound.state.mode, "the limit was full: the probe drains to tell").toBe("probing")
@@ -370,8 +371,8 @@ describe("DeliveryRate (pure core)", () => {
       }
       return state
     }
-    expect(stale(84).probes, "no probe for the minimum's age while app-limited").toBe(Policy.replay(DeliveryRate.policy, c, warm).state.probes)
-    expect(stale(40).probes, "the minimum's age probes a limit that binds").toBeGreaterThan(Policy.replay(DeliveryRate.policy, c, warm).state.probes)
+    expect(stale(84).probes, "no probe for the minimum's age while app-limited").toBe(warmProbes)
+    expect(stale(40).probes, "the minimum's age probes a limit that binds").toBeGreaterThan(warmProbes)
   })
 
   it("a knee read in the old regime does not bound in-flight once the store itself got slower; a throttle bound does", () => {
