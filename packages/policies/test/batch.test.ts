@@ -5,6 +5,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
 import * as Ablation from "./ablation.ts"
 import { failure, inflight, sample } from "./helpers.ts"
+import * as Fit from "../src/internal/Fit.ts"
+import type { AdaptiveBatchState } from "../src/internal/batch/State.ts"
 
 const config = (input: unknown = {}) => Schema.decodeUnknownSync(AdaptiveBatch.AdaptiveBatchConfig)(input)
 const MiB = 1024 * 1024
@@ -21,7 +23,7 @@ interface Drive {
   readonly openFill?: number
   /** Latency of each manifest upload and each verification (ms); none when undefined. */
   readonly extraMillis?: number
-  readonly from?: AdaptiveBatch.AdaptiveBatchState
+  readonly from?: AdaptiveBatchState
   readonly start?: number
   /** The concurrency limit (a `Tick` each step) and the uploads in flight at each `Inflight`; no `Tick` when undefined. */
   readonly limit?: number
@@ -160,12 +162,12 @@ describe("AdaptiveBatch", () => {
   })
 
   it("fits latency ≈ a + b·bytes", () => {
-    let f = AdaptiveBatch.emptyFit
-    for (const bytes of [1, 2, 4, 8, 16].map((m) => m * MiB)) f = AdaptiveBatch.addSample(f, bytes, 40 + (15 * bytes) / MiB, 1)
-    const fit = AdaptiveBatch.solve(f)
+    let f = Fit.emptyFit
+    for (const bytes of [1, 2, 4, 8, 16].map((m) => m * MiB)) f = Fit.addSample(f, bytes, 40 + (15 * bytes) / MiB, 1)
+    const fit = Fit.solve(f)
     expect(fit?.a).toBeCloseTo(40, 6)
     expect((fit?.b ?? 0) * MiB).toBeCloseTo(15, 6)
-    expect(AdaptiveBatch.solve(AdaptiveBatch.addSample(AdaptiveBatch.addSample(AdaptiveBatch.emptyFit, MiB, 5, 1), MiB, 6, 1))).toBeUndefined()
+    expect(Fit.solve(Fit.addSample(Fit.addSample(Fit.emptyFit, MiB, 5, 1), MiB, 6, 1))).toBeUndefined()
   })
 
   it("grows while per-request overhead dominates, up to the memory share", () => {

@@ -6,6 +6,8 @@ import * as fc from "fast-check"
 import { readFileSync } from "node:fs"
 import { Aimd, Composition, DeliveryRate } from "../src/index.ts"
 import * as Delivery from "../src/internal/Delivery.ts"
+import { bdp } from "../src/internal/deliveryrate/Bdp.ts"
+import type { DeliveryRateState } from "../src/internal/deliveryrate/State.ts"
 import * as Ablation from "./ablation.ts"
 import { failure, inflight, mean, objectStoreLoop, range, sample, tick } from "./helpers.ts"
 
@@ -131,7 +133,7 @@ describe("DeliveryRate (pure core)", () => {
 
   it("goes through its named modes: startup, drain, then the gain cycle (probeUp, probeDown, cruise)", () => {
     const signals: Array<readonly [SignalBusSignal, number]> = []
-    const recorder: Policy.Policy<DeliveryRate.DeliveryRateConfig, DeliveryRate.DeliveryRateState> = {
+    const recorder: Policy.Policy<DeliveryRate.DeliveryRateConfig, DeliveryRateState> = {
       ...DeliveryRate.policy,
       step: (s, signal, now) => {
         signals.push([signal, now])
@@ -206,7 +208,7 @@ describe("DeliveryRate (pure core)", () => {
     // at 3 uploads for 70 s while the rate it forgot shrank the BDP further.
     const c = config({ initial: 3 })
     const reference = { ...DeliveryRate.policy.init(c).reference, bytes: MiB }
-    const drained: DeliveryRate.DeliveryRateState = {
+    const drained: DeliveryRateState = {
       ...DeliveryRate.policy.init(c),
       mode: "drain",
       rates: [12.5 * MiB],
@@ -220,7 +222,7 @@ describe("DeliveryRate (pure core)", () => {
       bodilessPerObject: 0,
       round: { start: 0, minLatency: Infinity, minBytes: 0, samples: 0, inflight: 0, rate: 0, limited: false, throttled: false }
     }
-    expect(DeliveryRate.bdp(drained)).toBeCloseTo(2.5, 1)
+    expect(bdp(drained)).toBeCloseTo(2.5, 1)
     /** The mode after each of 6 rounds of three 300 ms uploads begun at `inflight` in flight. */
     const rounds = (inflight: number) => {
       let s = drained
@@ -233,7 +235,7 @@ describe("DeliveryRate (pure core)", () => {
         }
         t += 300
         seen.push(s.mode)
-        expect(DeliveryRate.bdp(s), `round ${round}`).toBeLessThan(3)
+        expect(bdp(s), `round ${round}`).toBeLessThan(3)
       }
       return seen
     }
@@ -380,7 +382,7 @@ describe("DeliveryRate (pure core)", () => {
     const { warm, t } = fastStore(false)
     const fast = Policy.replay(DeliveryRate.policy, config(), warm).state
     const slow = [1, 2, 3, 4].map((k) => [inflight(t + k * 1_000, 0, 1 << 30, { startedAt: t + 1, bytes: 8 * MiB, inflightAtStart: 16 }), t + k * 1_000] as const)
-    const after = (start: DeliveryRate.DeliveryRateState) => {
+    const after = (start: DeliveryRateState) => {
       let state = start
       for (const [signal, now] of slow) state = DeliveryRate.policy.step(state, signal, now).state
       return state

@@ -34,6 +34,7 @@ import type { Layer } from "effect"
 import * as Latency from "../internal/Latency.ts"
 import * as ThrottleEpisode from "../internal/ThrottleEpisode.ts"
 import * as Probe from "../probe/Probe.ts"
+import type { AimdState } from "../internal/aimd/State.ts"
 
 /** AIMD's probe: half the samples of `Probe.defaults`, half as often. */
 const AimdProbeConfig = Probe.configWith({ samples: 4, intervalMillis: 120_000 })
@@ -94,44 +95,6 @@ export type AimdConfig = typeof AimdConfig.Type
  * @since 0.1.0
  */
 export type AimdMode = "steady" | "backoff" | "probing"
-
-/**
- * AIMD's state (plain data).
- *
- * @since 0.1.0
- */
-export interface AimdState {
-  readonly config: AimdConfig
-  readonly mode: AimdMode
-  /** The limit (fractional; proposed floored). */
-  readonly limit: number
-  /** The limit at the last flat sample: what a forced probe restores. */
-  readonly lastGood: number
-  /**
-   * Slow-start threshold (TCP): below it the limit grows multiplicatively.
-   * `ceiling` at start (`initial` without `slowStart`); every cut sets it to
-   * the cut limit.
-   */
-  readonly ssthresh: number
-  /** Minimum normalised latency; rises only through a probe. */
-  readonly baseline: number
-  /** Size of the sample that set the baseline (to re-normalise it exactly when the reference moves). */
-  readonly baselineBytes: number
-  /** Size of the sample that set the current probe's minimum. */
-  readonly probeMinBytes: number
-  readonly latency: Latency.Ewma
-  /** The size normalisation in force (learned when `learnReference`). */
-  readonly reference: Latency.Reference
-  /** When the last decrease happened. */
-  readonly lastCutAt: number
-  readonly probe: Probe.ProbeState
-  /** The value last proposed. */
-  readonly proposed: number
-  /** The throttle episode (its `clear` counts flat samples only). */
-  readonly episode: ThrottleEpisode.ThrottleEpisode
-  /** The limit before the storm's first throttle cut: where slow start returns to once it clears. */
-  readonly beforeStorm: number
-}
 
 const clamp = (c: AimdConfig, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
 

@@ -87,6 +87,8 @@ import { Field, Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Schema } from "effect"
 import type { Layer } from "effect"
+import type { AdaptiveBatchState } from "../internal/batch/State.ts"
+import { addSample, emptyFit, solve } from "../internal/Fit.ts"
 
 /*
  * Adaptive batch's constants (issue 26: 9 fields of its config became these,
@@ -157,116 +159,11 @@ export const AdaptiveBatchConfig = Schema.Struct({
 export type AdaptiveBatchConfig = typeof AdaptiveBatchConfig.Type
 
 /**
- * The running least-squares sums of `latency ≈ a + b·bytes`.
- *
- * @since 0.1.0
- */
-export interface Fit {
-  readonly n: number
-  readonly sx: number
-  readonly sy: number
-  readonly sxx: number
-  readonly sxy: number
-}
-
-/**
- * An empty fit.
- *
- * @since 0.1.0
- */
-export const emptyFit: Fit = { n: 0, sx: 0, sy: 0, sxx: 0, sxy: 0 }
-
-/**
- * Adds a sample, forgetting older ones by `lambda`.
- *
- * @since 0.1.0
- */
-export const addSample = (f: Fit, bytes: number, latency: number, lambda: number): Fit => ({
-  n: f.n * lambda + 1,
-  sx: f.sx * lambda + bytes,
-  sy: f.sy * lambda + latency,
-  sxx: f.sxx * lambda + bytes * bytes,
-  sxy: f.sxy * lambda + bytes * latency
-})
-
-/**
- * The fitted `{ a, b }` (ms, ms per byte), or `undefined` while the sizes have no
- * spread (the fit is not determined).
- *
- * **Example**
- *
- * ```ts
- * import { AdaptiveBatch } from "@sluice/policies"
- *
- * let f = AdaptiveBatch.emptyFit
- * f = AdaptiveBatch.addSample(f, 1_000_000, 60, 1)
- * f = AdaptiveBatch.addSample(f, 2_000_000, 70, 1)
- * AdaptiveBatch.solve(f) // { a: 50, b: 0.00001 }
- * ```
- *
- * @since 0.1.0
- */
-export const solve = (f: Fit): { readonly a: number; readonly b: number } | undefined => {
-  if (f.n < 2) return undefined
-  const det = f.n * f.sxx - f.sx * f.sx
-  const meanX = f.sx / f.n
-  // Relative spread below 1 %: not determined.
-  if (det <= 0 || det / (f.n * f.n) < (0.01 * meanX) ** 2) return undefined
-  const b = (f.n * f.sxy - f.sx * f.sy) / det
-  return { a: (f.sy - b * f.sx) / f.n, b }
-}
-
-/**
  * Adaptive batch's modes.
  *
  * @since 0.1.0
  */
 export type BatchMode = "growing" | "holding" | "shrinking"
-
-/**
- * Adaptive batch's state.
- *
- * @since 0.1.0
- */
-export interface AdaptiveBatchState {
-  readonly config: AdaptiveBatchConfig
-  readonly mode: BatchMode
-  readonly target: number
-  /** The last target chosen without memory pressure: what the restore probe returns to. */
-  readonly lastGood: number
-  readonly fit: Fit
-  /** Mean latency (ms, EWMA) of a manifest upload; 0 until sampled. */
-  readonly manifestMillis: number
-  /** Mean latency (ms, EWMA) of a verification; 0 until sampled. */
-  readonly verifyMillis: number
-  /** Mean transfer time per byte of object uploads (ms, EWMA): latency minus the overhead of a bodiless request. */
-  readonly perByteMillis: number
-  readonly windowStart: number
-  readonly windowSamples: number
-  readonly budgetBytes: number
-  /** Bytes held / budget at the last `Inflight` signal. */
-  readonly fill: number
-  /** Highest share of the budget held by open batches in the current window. */
-  readonly openPeak: number
-  /** The concurrency limit in force (from `Tick`; 0 until known). */
-  readonly limit: number
-  /** Minimum latency of a bodiless request (manifest, verify) in each of the last windows (newest last). */
-  readonly bodilessMins: ReadonlyArray<number>
-  /** `Inflight` signals in the window, and those that found the pipeline memory-bound. */
-  readonly inflightSignals: number
-  readonly boundSignals: number
-  /** `Inflight` signals in the window that found bytes held ≥ `MEMORY_BOUND_AT` of the budget. */
-  readonly fullSignals: number
-  /** Sum of the uploads in flight over the window's `Inflight` signals (their mean: ÷ `inflightSignals`). */
-  readonly batchesSum: number
-  /** `Inflight` signals in the window that found every upload slot taken (uploads in flight ≥ the concurrency limit). */
-  readonly slotSignals: number
-  /** The window saw a throttle, or a request-rate limit in force (`Tick`'s `rate`): requests, not slots, bound the uploads. */
-  readonly requestBound: boolean
-  /** Since when the target has sat at the floor (`Infinity`: not at the floor). */
-  readonly atFloorSince: number
-  readonly proposed: number
-}
 
 const ceilingOf = (s: AdaptiveBatchState): number => {
   const c = s.config

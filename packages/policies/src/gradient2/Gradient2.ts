@@ -28,6 +28,7 @@ import { Effect, Schema } from "effect"
 import type { Layer } from "effect"
 import * as Latency from "../internal/Latency.ts"
 import * as Probe from "../probe/Probe.ts"
+import type { Gradient2State } from "../internal/gradient2/State.ts"
 
 /**
  * Gradient2's config (Netflix defaults where they apply, except `floor`).
@@ -83,26 +84,6 @@ export type Gradient2Config = typeof Gradient2Config.Type
  * @since 0.1.0
  */
 export type Gradient2Mode = "steady" | "probing"
-
-/**
- * Gradient2's state.
- *
- * @since 0.1.0
- */
-export interface Gradient2State {
-  readonly config: Gradient2Config
-  readonly mode: Gradient2Mode
-  readonly limit: number
-  readonly longRtt: number
-  readonly longCount: number
-  readonly windowStart: number
-  readonly windowSum: number
-  readonly windowCount: number
-  readonly windowMaxInflight: number
-  readonly lastDropAt: number
-  readonly probe: Probe.ProbeState
-  readonly proposed: number
-}
 
 const clamp = (c: Gradient2Config, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
 

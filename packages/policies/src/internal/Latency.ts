@@ -4,7 +4,7 @@
  * @internal
  */
 import type { SignalBus } from "@sluice/core"
-import * as Fit from "../batch/AdaptiveBatch.ts"
+import * as Fit from "./Fit.ts"
 
 type UploadSample = SignalBus.UploadSample
 

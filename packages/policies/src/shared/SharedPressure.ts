@@ -21,6 +21,7 @@ import { Field, Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Schema } from "effect"
 import type { Layer } from "effect"
+import type { SharedPressureState } from "../internal/shared/State.ts"
 
 /**
  * Shared pressure's config. Defaults and ranges:
@@ -56,27 +57,6 @@ export type SharedPressureConfig = typeof SharedPressureConfig.Type
  * @since 0.1.0
  */
 export type PressureMode = "open" | "paused" | "probing"
-
-/**
- * Shared pressure's state.
- *
- * @since 0.1.0
- */
-export interface SharedPressureState {
-  readonly config: SharedPressureConfig
-  readonly mode: PressureMode
-  readonly pausedAt: number
-  readonly lastProgressAt: number
-  /** Bytes held / budget at the last `Inflight` signal. */
-  readonly fill: number
-  readonly pauses: number
-  readonly reopens: number
-  /**
-   * Bytes the uploads need held to stay busy: the concurrency limit times the
-   * object size, from the last `object_upload` sample.
-   */
-  readonly feedBytes: number
-}
 
 const gateOf = (mode: PressureMode): Knob.ReadGate => (mode === "paused" ? "paused" : "open")
 

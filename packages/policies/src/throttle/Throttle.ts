@@ -37,6 +37,7 @@ import { Effect, Layer, Schema } from "effect"
 import * as Rng from "../internal/Rng.ts"
 import * as ThrottleEpisode from "../internal/ThrottleEpisode.ts"
 import * as CubicRate from "./CubicRate.ts"
+import type { ThrottleState, BusyWindow } from "../internal/throttle/State.ts"
 
 type Proposal = Knob.Proposal
 
@@ -114,45 +115,6 @@ export type ThrottleConfig = typeof ThrottleConfig.Type
  * @since 0.1.0
  */
 export type ThrottleMode = "open" | "backoff" | "recovering"
-
-/**
- * The throttle policy's state.
- *
- * @since 0.1.0
- */
-export interface ThrottleState {
-  readonly config: ThrottleConfig
-  readonly mode: ThrottleMode
-  readonly limit: number
-  /** The limit in force before the episode: what the restore probe returns to. */
-  readonly saved: number
-  readonly lastCutAt: number
-  /** The in-flight count the last cut was taken from (`Infinity` before the first; read only while not open). */
-  readonly cutFrom: number
-  readonly rate: CubicRate.CubicRate
-  readonly proposed: Proposal
-  /** Throttles seen (all of them, including those that did not cut). */
-  readonly throttles: number
-  /** The throttle episode (read, and its successes counted, only while not open). */
-  readonly episode: ThrottleEpisode.ThrottleEpisode
-  /** Successes since the limit reached the level just below `episode.throttledAt` (the plateau). */
-  readonly plateau: number
-  /** The combined concurrency in force (the last `Tick`'s; `Infinity` before one). */
-  readonly knob: number
-  /** The restore window: when it began, `Inflight` observations in it, and those with batches filling `knob`. */
-  readonly busy: BusyWindow
-}
-
-/**
- * How much of a window the pipeline's batches filled the concurrency in force.
- *
- * @since 0.2.0
- */
-export interface BusyWindow {
-  readonly since: number
-  readonly observed: number
-  readonly full: number
-}
 
 /** A restore window beginning at `since`, nothing observed yet. */
 const emptyWindow = (since: number): BusyWindow => ({ since, observed: 0, full: 0 })

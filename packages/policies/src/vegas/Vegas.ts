@@ -31,6 +31,7 @@ import { Effect, Schema } from "effect"
 import type { Layer } from "effect"
 import * as Latency from "../internal/Latency.ts"
 import * as Probe from "../probe/Probe.ts"
+import type { VegasState } from "../internal/vegas/State.ts"
 
 /**
  * Vegas's config.
@@ -79,23 +80,6 @@ export type VegasConfig = typeof VegasConfig.Type
  * @since 0.1.0
  */
 export type VegasMode = "steady" | "probing"
-
-/**
- * Vegas's state.
- *
- * @since 0.1.0
- */
-export interface VegasState {
-  readonly config: VegasConfig
-  readonly mode: VegasMode
-  readonly limit: number
-  /** Minimum normalised latency; rises only through the probe. */
-  readonly noLoad: number
-  readonly probe: Probe.ProbeState
-  readonly proposed: number
-  /** When the last throttle cut happened: a throttle of a request begun before it is the same round. */
-  readonly lastCutAt: number
-}
 
 const clamp = (c: VegasConfig, v: number) => Math.min(c.ceiling, Math.max(c.floor, v))
 const log10 = (limit: number) => Math.max(1, Math.floor(Math.log10(Math.max(1, limit))))
