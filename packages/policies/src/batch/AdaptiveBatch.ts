@@ -88,6 +88,7 @@ import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Schema } from "effect"
 import type { Layer } from "effect"
 import type { AdaptiveBatchState } from "../internal/batch/State.ts"
+import { CRUISE_GAIN } from "../internal/deliveryrate/ProbeBw.ts"
 import { addSample, emptyFit, solve } from "../internal/Fit.ts"
 
 /*
@@ -182,10 +183,21 @@ export const overheadMillis = (s: AdaptiveBatchState, a: number): number => Math
 
 const EWMA = 0.1
 
+/** Share of the cruise queue above which the store reads as queueing (`QUEUEING`). */
+const QUEUE_MARGIN = 0.8
 /** Windows over which the bodiless minimum is taken (the no-load per-request latency, recent enough to follow a store that got slower). */
 const QUEUE_WINDOWS = 3
-/** Mean bodiless latency above this multiple of the recent minimum: the store queues our requests. */
-const QUEUEING = 1.2
+/**
+ * Mean bodiless latency above this multiple of the recent minimum: the store
+ * queues our requests. The default's concurrency controller cruises at
+ * `CRUISE_GAIN` (1.25) × the BDP: past a knee that standing queue inflates
+ * latency up to `CRUISE_GAIN` ×, and it must read as queueing (shrinking there
+ * only added per-request overhead: wide-knee 0.926 → 0.938 on seed 1 with the
+ * bar under it, at 1.5 before). The bar sits `QUEUE_MARGIN` of the way to it
+ * (1.2), below the gain by the noise of a mean of bodiless requests; no
+ * measurement chose the margin.
+ */
+const QUEUEING = 1 + (CRUISE_GAIN - 1) * QUEUE_MARGIN
 
 /**
  * The store queues: the mean bodiless latency is well above the recent

@@ -15,7 +15,7 @@ import type { SignalBus } from "@sluice/core"
 import { withMode } from "./State.ts"
 import type { DeliveryRateState, RoundStats } from "./State.ts"
 
-/** In-flight in `cruise`, × BDP (BBR cruises at 1 ×). Swept to BBR's 1 on the family train set (mixed, seed 2, 200): p10 ±0, median +0.001; shipped scenarios ≤ 0.002 apart — no measured reason for 1.25 over BBR's value (docs/design/generalization.md). */
+/** In-flight in `cruise`, × BDP (BBR cruises at 1 ×). Swept to BBR's 1 on the family train set (mixed, seed 2, 200): p10 ±0, median +0.001; shipped scenarios ≤ 0.002 apart — no measured reason for 1.25 over BBR's value (docs/design/generalization.md). AdaptiveBatch's `QUEUEING` bar is defined from it. */
 export const CRUISE_GAIN = 1.25
 /** `probeUp`'s in-flight gain, × BDP (BBR: 1.25). Swept to BBR's 1.25 on the family train set: p10 and median ±0, every shipped scenario equal — no measured reason for 1.5 over BBR's value. */
 export const UP_GAIN = 1.5
