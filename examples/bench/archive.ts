@@ -29,7 +29,8 @@ export interface Archive {
 const OBJECT_KEY = /(?:^|\/)p=(\d+)\/(\d+)-(\d+)\.rec$/
 const decodeManifest = Schema.decodeUnknownSync(Schema.fromJsonString(Batch.Manifest))
 
-const listKeys = async (client: S3Client, bucket: string): Promise<Array<{ readonly key: string; readonly size: number }>> => {
+/** Every key of `bucket` with its size, all pages. */
+export const listKeys = async (client: S3Client, bucket: string): Promise<Array<{ readonly key: string; readonly size: number }>> => {
   const out: Array<{ key: string; size: number }> = []
   let token: string | undefined
   do {
@@ -40,7 +41,8 @@ const listKeys = async (client: S3Client, bucket: string): Promise<Array<{ reado
   return out
 }
 
-const getBytes = async (client: S3Client, bucket: string, key: string): Promise<Uint8Array> => {
+/** The body of `bucket/key`. */
+export const getBytes = async (client: S3Client, bucket: string, key: string): Promise<Uint8Array> => {
   const answer = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))
   return (await answer.Body?.transformToByteArray()) ?? new Uint8Array(0)
 }

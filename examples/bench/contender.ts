@@ -6,6 +6,9 @@
  */
 import { performance } from "node:perf_hooks"
 
+/** What starts the one stdout line of a contender's child that carries its result as JSON (the Python peer prints it too). */
+export const RESULT = "RESULT "
+
 /** One archiving run: read the whole topic, write it to `bucket`, commit under `groupId`. */
 export interface Job {
   readonly topic: string

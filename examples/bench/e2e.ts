@@ -47,27 +47,17 @@ import { Composition } from "@sluice/policies"
 import { Result as Outcome } from "effect"
 import * as Archive from "./archive.ts"
 import * as Ceiling from "./ceiling.ts"
+import { argValue, count, k, mb, median, pct, round3, sec } from "./cli.ts"
 import type { Job, Result } from "./contender.ts"
+import { RESULT } from "./contender.ts"
 import * as Plain from "./plain.ts"
 import * as Services from "./services.ts"
 import * as Sluice from "./sluice.ts"
-
-const argValue = (name: string): string | undefined => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? process.argv[i + 1] : undefined
-}
-const count = (name: string, fallback: number): number => {
-  const text = argValue(name)
-  const value = text === undefined ? fallback : Number(text.replace(/[_,]/g, ""))
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--${name} needs a whole number ≥ 1, got ${text}`)
-  return value
-}
 
 // --- child roles ------------------------------------------------------------
 // Each run happens in a child process (`--role`), so that its peak RSS, heap
 // and JIT state are its own; it prints one `RESULT <json>` line.
 
-const RESULT = "RESULT "
 /** `--cpu-prof DIR`: the contenders' children write V8 CPU profiles there (to see where their time goes). */
 const cpuProfileDir = argValue("cpu-prof")
 
@@ -109,19 +99,8 @@ interface Row {
   readonly cpu: { readonly s3: number | undefined; readonly kafka: number | undefined }
 }
 
-const median = (xs: ReadonlyArray<number>): number => {
-  const s = [...xs].sort((a, b) => a - b)
-  if (s.length === 0) return 0
-  const mid = Math.floor(s.length / 2)
-  return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2
-}
 const delta = (after: number | undefined, before: number | undefined): number | undefined =>
   after === undefined || before === undefined ? undefined : after - before
-
-const k = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : `${(n / 1e3).toFixed(0)} k`)
-const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`
-const pct = (x: number | undefined) => (x === undefined ? "?" : `${(100 * x).toFixed(0)}%`)
-const sec = (x: number | undefined) => (x === undefined ? "?" : `${x.toFixed(2)} s`)
 
 async function main(): Promise<void> {
   const json = process.argv.includes("--json")
@@ -273,10 +252,6 @@ async function main(): Promise<void> {
     await Services.deleteTopic(services, topic)
     client.destroy()
   }
-}
-
-function round3(x: number): number {
-  return Math.round(x * 1000) / 1000
 }
 
 // --- entry ------------------------------------------------------------------

@@ -170,7 +170,8 @@ export const serviceCpu = (repoRoot: string): { readonly s3: number | undefined;
 })
 
 let ticks: number | undefined
-const clockTicks = (): number => {
+/** Clock ticks per second, the unit of the CPU times in `/proc/<pid>/stat` (`getconf CLK_TCK`; 100 when it cannot be read). */
+export const clockTicks = (): number => {
   if (ticks === undefined) {
     try {
       ticks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100

@@ -1,0 +1,128 @@
+/**
+ * bench:peer — reading the peer's archive back from outside. Quix Streams'
+ * `S3FileSink` (3.28.1, JSON format, its default) writes, at each checkpoint,
+ * one object per topic partition it holds records of:
+ *
+ * - key `<topic>/<partition>/<first offset, 19 digits>.jsonl`, the topic with
+ *   every character outside `[a-zA-Z0-9 ._/]` replaced by `_`
+ *   (`FileSink._directory`, `_filename`);
+ * - body: one compact JSON object per record, in offset order,
+ *   `{"_timestamp": …, "_key": …, "_value": …}` (`JSONFormat.serialize`). No
+ *   offsets are stored: line `i` of the object is offset `first + i`, which
+ *   holds because the bench's topic has no gaps (no transactions, no
+ *   compaction). A record without a key gets the text of Quix's `SinkItem`
+ *   object as its `_key` (what 3.28.1 writes; ignored here).
+ *
+ * Unlike `archive.ts`, which throws at the first fault, this counts: every
+ * produced offset held exactly once is fine; one held by no object is `lost`,
+ * one held more than once adds to `duplicates`, a line that is not the record
+ * produced at its offset is `corrupt` (and its offset, unless held elsewhere,
+ * lost), a line past the topic's end or a key naming no partition is `stray`.
+ */
+import type { S3Client } from "@aws-sdk/client-s3"
+import { getBytes, listKeys } from "./archive.ts"
+import { RECORD_BYTES, valuePrefix } from "./services.ts"
+
+/** What a checked peer archive holds. */
+export interface PeerArchive {
+  readonly objects: number
+  readonly objectBytes: number
+  /** Lines read (records stored, duplicates and faults included). */
+  readonly records: number
+  readonly lost: number
+  readonly duplicates: number
+  readonly corrupt: number
+  readonly stray: number
+}
+
+/** The topic as `FileSink` names its directory. */
+export const sanitizeTopic = (topic: string): string => topic.replace(/[^a-zA-Z0-9 ._/]/g, "_")
+
+/** Partition and first offset of an object key of `topic`; undefined for any other key. */
+export const parseKey = (topic: string, key: string): { readonly partition: number; readonly first: number } | undefined => {
+  const prefix = `${sanitizeTopic(topic)}/`
+  if (!key.startsWith(prefix)) return undefined
+  const m = /^(\d+)\/(\d{19})\.jsonl$/.exec(key.slice(prefix.length))
+  return m === null ? undefined : { partition: Number(m[1]), first: Number(m[2]) }
+}
+
+/** The value produced at `partition`/`offset` (services.ts: the prefix, padded with `x`). */
+export const expectedValue = (partition: number, offset: number): string => valuePrefix(partition, offset).padEnd(RECORD_BYTES, "x")
+
+/** The `_value` of one JSON line, if it is an object with a text `_value`. */
+const valueOf = (line: string): string | undefined => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(line)
+  } catch {
+    return undefined
+  }
+  if (typeof parsed !== "object" || parsed === null || !("_value" in parsed)) return undefined
+  return typeof parsed._value === "string" ? parsed._value : undefined
+}
+
+/** Per partition, how many times each offset below the end was found. */
+export interface Tally {
+  readonly seen: ReadonlyArray<Uint32Array>
+  records: number
+  corrupt: number
+  stray: number
+}
+
+/** An empty tally for a topic ending at `ends`. */
+export const tally = (ends: ReadonlyArray<number>): Tally => ({
+  seen: ends.map((end) => new Uint32Array(Math.max(0, end))),
+  records: 0,
+  corrupt: 0,
+  stray: 0
+})
+
+/** Counts the lines of one object of `partition` starting at offset `first`. */
+export const countObject = (t: Tally, partition: number, first: number, body: string): void => {
+  const seen = t.seen[partition]
+  const lines = body.split("\n")
+  // JSON lines end with a newline: the last split piece is empty.
+  if (lines.at(-1) === "") lines.pop()
+  lines.forEach((line, i) => {
+    t.records++
+    const offset = first + i
+    if (seen === undefined || offset >= seen.length) {
+      t.stray++
+    } else if (valueOf(line) !== expectedValue(partition, offset)) {
+      t.corrupt++
+    } else {
+      seen[offset] = (seen[offset] ?? 0) + 1
+    }
+  })
+}
+
+/** Lost and duplicated offsets of a tally. */
+export const totals = (t: Tally): { readonly lost: number; readonly duplicates: number } => {
+  let lost = 0
+  let duplicates = 0
+  for (const seen of t.seen) {
+    for (const n of seen) {
+      if (n === 0) lost++
+      else duplicates += n - 1
+    }
+  }
+  return { lost, duplicates }
+}
+
+/** Reads the peer's archive of `topic` in `bucket` back and counts it against the topic's `ends`. */
+export const check = async (client: S3Client, bucket: string, topic: string, ends: ReadonlyArray<number>): Promise<PeerArchive> => {
+  const t = tally(ends)
+  const decoder = new TextDecoder()
+  let objectBytes = 0
+  const listed = await listKeys(client, bucket)
+  for (const { key, size } of listed) {
+    const at = parseKey(topic, key)
+    objectBytes += size
+    if (at === undefined || at.partition >= ends.length) {
+      t.stray++
+      continue
+    }
+    countObject(t, at.partition, at.first, decoder.decode(await getBytes(client, bucket, key)))
+  }
+  return { objects: listed.length, objectBytes, records: t.records, ...totals(t), corrupt: t.corrupt, stray: t.stray }
+}

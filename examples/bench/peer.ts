@@ -1,0 +1,351 @@
+/**
+ * bench:peer — Sluice against a real peer archiver, Quix Streams (its
+ * `S3FileSink`), on the same topic, the same broker and the same S3 server, in
+ * one run.
+ *
+ * ```sh
+ * npm run bench:peer [-- --records 1000000 --partitions 8 --rounds 3 --json]
+ * npm run bench:peer -- --peer-defaults    # Quix with its default commit settings
+ * ```
+ *
+ * `npm run bench:peer` goes through `scripts/bench-peer.sh`, which starts the
+ * broker and the S3 server (as `bench:e2e` does), installs the peer once into
+ * a cached virtualenv (`scripts/lib/peer-venv.sh`: `quixstreams[s3]==3.28.1`
+ * under `~/.cache/sluice/`), and runs this file with `SLUICE_PEER_PYTHON` set
+ * to the venv's interpreter.
+ *
+ * 1. One topic of `--records` records of 150 B over `--partitions` partitions
+ *    is produced once (`services.ts`, as `bench:e2e` produces it).
+ * 2. Each of `--rounds` rounds archives the whole topic with Sluice and with
+ *    the peer (the order alternates), each with its own consumer group and
+ *    its own bucket. Sluice is `bench:e2e`'s contender (`e2e.ts --role
+ *    sluice`: `KafkaSource` → `Composition.defaults()` → `S3Sink`). The peer
+ *    is `peer/quix_s3_archiver.py`, tuned as measured before (a checkpoint
+ *    every 250 000 records or 60 s), or with Quix's defaults with
+ *    `--peer-defaults`; it stops itself after the topic's records
+ *    (`app.run(count=N)`).
+ * 3. Each archiver runs as a measured process tree (`process-tree.ts`): CPU
+ *    seconds of the whole tree from spawn to exit, start-up included, and its
+ *    peak RSS. Its time is from spawn to the moment the group's committed
+ *    offsets are the topic's end offsets, polled every
+ *    {@link COMMIT_POLL_MILLIS} ms through the Kafka admin API. An archiver
+ *    still running {@link EXIT_GRACE_MILLIS} ms after that gets SIGTERM, and
+ *    SIGKILL {@link TERM_GRACE_MILLIS} ms later; every run is killed after
+ *    {@link RUN_BASE_MILLIS} ms + {@link RUN_MILLIS_PER_RECORD} ms per record,
+ *    and the bench fails then.
+ * 4. After each run the bucket is read back from outside: Sluice's with
+ *    `archive.ts` (which throws at the first fault), the peer's with
+ *    `peer-archive.ts` (which counts lost, duplicated and corrupt records).
+ *    Lost records, a failed or killed run, or commits short of the end fail
+ *    the bench (exit 1) once the report is written.
+ *
+ * With `--json` the report goes to stderr and stdout's last line is
+ * `{ sluiceRecordsPerSecond, peerRecordsPerSecond, ratio,
+ * sluiceCpuMicrosPerRecord, peerCpuMicrosPerRecord, cpuRatio, peer, lost, … }`:
+ * medians over the rounds; `ratio` is Sluice's records/s over the peer's,
+ * `cpuRatio` the peer's CPU per record over Sluice's (above 1: Sluice spends
+ * less; both ratios read "times better"); `lost` is `{ sluice, peer }` (the most any round lost; `null` when
+ * Sluice's archive failed its check, which names the fault).
+ */
+import { execFileSync } from "node:child_process"
+import * as Os from "node:os"
+import { performance } from "node:perf_hooks"
+import { setTimeout as sleep } from "node:timers/promises"
+import { fileURLToPath } from "node:url"
+import { CreateBucketCommand } from "@aws-sdk/client-s3"
+import { Admin } from "@platformatic/kafka"
+import { Data } from "effect"
+import * as Archive from "./archive.ts"
+import { count, k, mb, median, round3, sec } from "./cli.ts"
+import type { Job } from "./contender.ts"
+import { RESULT } from "./contender.ts"
+import * as PeerArchive from "./peer-archive.ts"
+import * as ProcessTree from "./process-tree.ts"
+import * as Services from "./services.ts"
+
+/** How often the group's commits are polled: the resolution of a run's time (runs last seconds). */
+export const COMMIT_POLL_MILLIS = 50
+/** A run's bound, fixed part: start-up of either archiver (Python imports, group join) with room to spare. */
+export const RUN_BASE_MILLIS = 120_000
+/** A run's bound, per record: 0.5 ms is 2 000 records/s, far under either archiver's rate here. */
+export const RUN_MILLIS_PER_RECORD = 0.5
+/** Once everything is committed, how long an archiver may take to exit on its own (Quix closes its consumer, leaving the group). */
+export const EXIT_GRACE_MILLIS = 30_000
+/** After SIGTERM, how long before SIGKILL. */
+export const TERM_GRACE_MILLIS = 30_000
+
+type Contender = "sluice" | "peer"
+
+/** Something the bench needs is missing (the peer's interpreter, a service). */
+export class SetupFailed extends Data.TaggedError("SetupFailed")<{ readonly message: string }> {}
+
+/** One archiving run, measured. */
+interface Run {
+  readonly usage: ProcessTree.Usage
+  /** Seconds from spawn to the group's commits at the end offsets; undefined if never. */
+  readonly commitSeconds: number | undefined
+  /** The bench had to stop it (SIGTERM after the grace, or SIGKILL at the bound). */
+  readonly stopped: "no" | "sigterm" | "killed"
+  readonly committed: ReadonlyArray<number>
+}
+
+interface Stored {
+  readonly objects: number
+  readonly objectBytes: number
+  /** Records found (duplicates included). */
+  readonly records: number
+  /** `null`: Sluice's archive failed its check (the failure says why). */
+  readonly lost: number | null
+  readonly duplicates: number | null
+}
+
+interface Row {
+  readonly round: number
+  readonly contender: Contender
+  readonly run: Run
+  readonly stored: Stored
+  readonly failures: ReadonlyArray<string>
+  readonly cpu: { readonly s3: number | undefined; readonly kafka: number | undefined }
+}
+
+/** Every tree started and not yet ended, killed if the bench itself is stopped. */
+const live = new Set<ProcessTree.Tree>()
+
+/**
+ * Runs one archiver to its end: polls the group's commits until they are the
+ * topic's `ends` and the tree has exited, stopping it when it overstays.
+ */
+const runTree = async (
+  tree: ProcessTree.Tree,
+  admin: Admin,
+  job: { readonly groupId: string; readonly topic: string; readonly partitions: number },
+  ends: ReadonlyArray<number>,
+  boundMillis: number
+): Promise<Run> => {
+  const started = tree.startedAt
+  live.add(tree)
+  let exited = false
+  // A rejection (the wrapper could not start) is thrown by the `await tree.done` below.
+  void tree.done.then(() => (exited = true), () => (exited = true))
+  let commitSeconds: number | undefined
+  let committed: ReadonlyArray<number> = []
+  let stopped: Run["stopped"] = "no"
+  let termAt = 0
+  // Bounded by `boundMillis` (then SIGKILL, which ends the tree); one poll per COMMIT_POLL_MILLIS.
+  for (let polls = 0; polls <= boundMillis / COMMIT_POLL_MILLIS + 1; polls++) {
+    const now = performance.now()
+    if (commitSeconds === undefined) {
+      committed = await Services.committedOffsets(admin, job.groupId, job.topic, job.partitions)
+      if (committed.every((offset, p) => offset === ends[p])) commitSeconds = (performance.now() - started) / 1000
+    }
+    if (exited) break
+    if (now - started > boundMillis || (stopped === "sigterm" && now - termAt > TERM_GRACE_MILLIS)) {
+      stopped = "killed"
+      tree.kill()
+      break
+    }
+    if (stopped === "no" && commitSeconds !== undefined && now - started - commitSeconds * 1000 > EXIT_GRACE_MILLIS) {
+      stopped = "sigterm"
+      termAt = now
+      tree.signal("SIGTERM")
+    }
+    await sleep(COMMIT_POLL_MILLIS)
+  }
+  if (!exited && stopped !== "killed") {
+    stopped = "killed"
+    tree.kill()
+  }
+  const usage = await tree.done
+  live.delete(tree)
+  return { usage, commitSeconds, stopped, committed }
+}
+
+/**
+ * What went wrong with a run, from outside: its exit, its commits, a kill. A
+ * SIGTERM after the grace is not a fault (the figures stand: everything was
+ * committed), only reported: the archiver did not stop by itself.
+ */
+const runFailures = (run: Run, ends: ReadonlyArray<number>, boundMillis: number): Array<string> => {
+  const out: Array<string> = []
+  if (run.stopped === "killed") out.push(`killed by the bench (bound ${(boundMillis / 1000).toFixed(0)} s, or no exit after SIGTERM)`)
+  if (run.usage.code !== 0) out.push(`exited with ${run.usage.code ?? run.usage.signal}`)
+  if (run.commitSeconds === undefined) out.push(`group committed ${run.committed.join(",")}, topic ends at ${ends.join(",")}`)
+  return out
+}
+
+const peerVersion = (python: string): string =>
+  execFileSync(python, ["-c", "import importlib.metadata as m; print(m.version('quixstreams'))"], { encoding: "utf8", timeout: 30_000 }).trim()
+
+async function main(): Promise<void> {
+  const json = process.argv.includes("--json")
+  const records = count("records", 1_000_000)
+  const partitions = count("partitions", 8)
+  const rounds = count("rounds", 3)
+  const peerDefaults = process.argv.includes("--peer-defaults")
+  const python = process.env["SLUICE_PEER_PYTHON"]
+  if (python === undefined || python === "") {
+    throw new SetupFailed({ message: "SLUICE_PEER_PYTHON is not set: run it through `npm run bench:peer` (it installs the peer's virtualenv)" })
+  }
+  const peer = `quixstreams ${peerVersion(python)}`
+  const peerSettings = peerDefaults ? "Quix defaults (commit_interval=5, commit_every=0)" : "tuned (commit_every=250000, commit_interval=60)"
+  const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
+  const services = Services.fromEnv()
+  const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
+  const e2e = fileURLToPath(new URL("./e2e.ts", import.meta.url))
+  const peerApp = fileURLToPath(new URL("./peer/quix_s3_archiver.py", import.meta.url))
+  const client = Services.s3Client(services)
+  const admin = new Admin({ clientId: "bench-peer-admin", bootstrapBrokers: services.brokers })
+  const id = `${Date.now().toString(36)}-${process.pid}`
+  const topic = `sluice-bench-peer-${id}`
+  const buckets = new Set<string>()
+  const boundMillis = RUN_BASE_MILLIS + records * RUN_MILLIS_PER_RECORD
+
+  say(`bench:peer — ${records.toLocaleString("en-US")} records × ${Services.RECORD_BYTES} B over ${partitions} partitions, ${rounds} rounds`)
+  say(`machine: ${Os.cpus().length} cores, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, load ${Os.loadavg().map((l) => l.toFixed(1)).join(" ")}, Node ${process.version}`)
+  say(`Kafka ${services.brokers.join(",")}, S3 ${services.s3.endpoint}; Sluice: default policies; peer: ${peer} S3FileSink, ${peerSettings}`)
+  say(`each run bounded to ${(boundMillis / 1000).toFixed(0)} s`)
+  const rows: Array<Row> = []
+  try {
+    const t0 = performance.now()
+    const ends = await Services.produceTopic(services, topic, partitions, records)
+    const produceSeconds = (performance.now() - t0) / 1000
+    say(`produced ${topic} in ${produceSeconds.toFixed(1)} s (${k(records / produceSeconds)} records/s)`)
+
+    for (let round = 1; round <= rounds; round++) {
+      const order: ReadonlyArray<Contender> = round % 2 === 1 ? ["sluice", "peer"] : ["peer", "sluice"]
+      for (const contender of order) {
+        const bucket = `bench-peer-${id}-${contender}-${round}`
+        await client.send(new CreateBucketCommand({ Bucket: bucket }))
+        buckets.add(bucket)
+        const groupId = `${topic}-${contender}-${round}`
+        const job: Job = { topic, partitions, records, groupId, bucket, recordsPerObject: 0, policies: "default" }
+        const before = Services.serviceCpu(repoRoot)
+        const tree = contender === "sluice"
+          ? ProcessTree.start("sluice", process.execPath, [...process.execArgv, e2e, "--role", "sluice", "--job", JSON.stringify(job)])
+          : ProcessTree.start(
+            "peer",
+            python,
+            [peerApp, "--brokers", services.brokers.join(","), "--topic", topic, "--group", groupId, "--bucket", bucket, "--records", String(records),
+              ...(peerDefaults ? ["--defaults"] : [])]
+          )
+        const run = await runTree(tree, admin, job, ends, boundMillis)
+        const after = Services.serviceCpu(repoRoot)
+        for (const line of run.usage.stdout) if (!line.startsWith(RESULT)) process.stderr.write(`  [${contender}] ${line}\n`)
+        const failures = runFailures(run, ends, boundMillis)
+        let stored: Stored
+        if (contender === "sluice") {
+          try {
+            const a = await Archive.check(client, bucket, ends, true)
+            stored = { objects: a.objects, objectBytes: a.objectBytes, records: a.records, lost: 0, duplicates: 0 }
+          } catch (error) {
+            failures.push(`archive check: ${error instanceof Error ? error.message : String(error)}`)
+            stored = { objects: 0, objectBytes: 0, records: 0, lost: null, duplicates: null }
+          }
+        } else {
+          const a = await PeerArchive.check(client, bucket, topic, ends)
+          stored = a
+          if (a.lost > 0 || a.duplicates > 0 || a.corrupt > 0 || a.stray > 0) {
+            const faults = `lost ${a.lost}, duplicates ${a.duplicates}, corrupt ${a.corrupt}, stray ${a.stray}`
+            if (a.lost > 0 || a.corrupt > 0 || a.stray > 0) failures.push(`archive: ${faults}`)
+            else say(`round ${round} peer: archive holds ${a.duplicates} duplicates (at-least-once), nothing lost`)
+          }
+        }
+        await Archive.removeBucket(client, bucket)
+        buckets.delete(bucket)
+        const row: Row = { round, contender, run, stored, failures, cpu: { s3: delta(after.s3, before.s3), kafka: delta(after.kafka, before.kafka) } }
+        rows.push(row)
+        const t = run.commitSeconds
+        say(
+          `round ${round} ${contender.padEnd(6)} ${t === undefined ? "never committed the end" : `${t.toFixed(2)} s  ${k(records / t)} records/s`}  ` +
+            `CPU ${run.usage.cpuSeconds.toFixed(2)} s (${((run.usage.cpuSeconds * 1e6) / records).toFixed(2)} µs/record)  peak RSS ${mb(run.usage.peakRssBytes)}  ` +
+            `${stored.objects} objects, ${mb(stored.objectBytes)}${failures.length === 0 ? " (verified)" : `  FAILED: ${failures.join("; ")}`}`
+        )
+      }
+    }
+  } finally {
+    for (const tree of live) tree.kill()
+    for (const bucket of buckets) await Archive.removeBucket(client, bucket).catch(() => undefined)
+    await Services.deleteTopic(services, topic)
+    await admin.close().catch(() => undefined)
+    client.destroy()
+  }
+
+  const of = (c: Contender) => rows.filter((r) => r.contender === c)
+  const ok = (c: Contender) => of(c).filter((r) => r.failures.length === 0 && r.run.commitSeconds !== undefined)
+  const rate = (c: Contender) => median(ok(c).map((r) => records / (r.run.commitSeconds ?? Infinity)))
+  const cpuMicros = (c: Contender) => median(ok(c).map((r) => (r.run.usage.cpuSeconds * 1e6) / records))
+  const worst = (c: Contender, pick: (s: Stored) => number | null): number | null =>
+    of(c).reduce<number | null>((acc, r) => (acc === null || pick(r.stored) === null ? null : Math.max(acc, pick(r.stored) ?? 0)), 0)
+  const sluiceRecordsPerSecond = rate("sluice")
+  const peerRecordsPerSecond = rate("peer")
+  const sluiceCpuMicrosPerRecord = cpuMicros("sluice")
+  const peerCpuMicrosPerRecord = cpuMicros("peer")
+  const summary = {
+    sluiceRecordsPerSecond: Math.round(sluiceRecordsPerSecond),
+    peerRecordsPerSecond: Math.round(peerRecordsPerSecond),
+    ratio: peerRecordsPerSecond > 0 ? round3(sluiceRecordsPerSecond / peerRecordsPerSecond) : null,
+    sluiceCpuMicrosPerRecord: round3(sluiceCpuMicrosPerRecord),
+    peerCpuMicrosPerRecord: round3(peerCpuMicrosPerRecord),
+    cpuRatio: sluiceCpuMicrosPerRecord > 0 ? round3(peerCpuMicrosPerRecord / sluiceCpuMicrosPerRecord) : null,
+    peer,
+    lost: { sluice: worst("sluice", (s) => s.lost), peer: worst("peer", (s) => s.lost) },
+    duplicates: { sluice: worst("sluice", (s) => s.duplicates), peer: worst("peer", (s) => s.duplicates) },
+    peerSettings,
+    records,
+    partitions,
+    rounds,
+    sluicePeakRssBytes: Math.max(0, ...of("sluice").map((r) => r.run.usage.peakRssBytes)),
+    peerPeakRssBytes: Math.max(0, ...of("peer").map((r) => r.run.usage.peakRssBytes)),
+    sluiceObjects: median(of("sluice").map((r) => r.stored.objects)),
+    peerObjects: median(of("peer").map((r) => r.stored.objects)),
+    sluiceObjectBytes: median(of("sluice").map((r) => r.stored.objectBytes)),
+    peerObjectBytes: median(of("peer").map((r) => r.stored.objectBytes)),
+    failedRuns: rows.filter((r) => r.failures.length > 0).length
+  }
+
+  say("")
+  say("| round | archiver | s to last commit | records/s | s to exit | CPU s | CPU µs/record | peak RSS | objects | stored | S3 CPU | Kafka CPU |")
+  say("|---|---|---|---|---|---|---|---|---|---|---|---|")
+  for (const r of rows) {
+    const t = r.run.commitSeconds
+    say(
+      `| ${r.round} | ${r.contender} | ${sec(t)} | ${t === undefined ? "?" : k(records / t)} | ${sec(r.run.usage.exitSeconds)} | ` +
+        `${r.run.usage.cpuSeconds.toFixed(2)} | ${((r.run.usage.cpuSeconds * 1e6) / records).toFixed(2)} | ${mb(r.run.usage.peakRssBytes)} | ` +
+        `${r.stored.objects}${r.contender === "sluice" ? ` (+${r.stored.objects} manifests)` : ""} | ${mb(r.stored.objectBytes)} | ${sec(r.cpu.s3)} | ${sec(r.cpu.kafka)} |`
+    )
+  }
+  say("")
+  for (const r of rows) {
+    if (r.run.stopped === "sigterm") say(`round ${r.round} ${r.contender}: still running ${EXIT_GRACE_MILLIS / 1000} s after its last commit, stopped with SIGTERM`)
+    if (r.run.usage.cpuSource === "sampled") say(`round ${r.round} ${r.contender}: CPU from the last /proc sample (the tree did not end normally)`)
+    for (const f of r.failures) say(`round ${r.round} ${r.contender} FAILED: ${f}`)
+  }
+  say(
+    `median: Sluice ${k(sluiceRecordsPerSecond)} records/s, ${sluiceCpuMicrosPerRecord.toFixed(2)} µs CPU/record; ` +
+      `${peer} ${k(peerRecordsPerSecond)} records/s, ${peerCpuMicrosPerRecord.toFixed(2)} µs CPU/record; ratio ${summary.ratio}, cpuRatio ${summary.cpuRatio}`
+  )
+  say(`load at the end: ${Os.loadavg().map((l) => l.toFixed(1)).join(" ")}`)
+  if (json) process.stdout.write(`${JSON.stringify(summary)}\n`)
+  const lost = (summary.lost.sluice ?? 1) + (summary.lost.peer ?? 1)
+  if (summary.failedRuns > 0 || lost > 0) {
+    console.error(`bench:peer FAILED: ${summary.failedRuns} failed runs, lost ${JSON.stringify(summary.lost)}`)
+    process.exitCode = 1
+  }
+}
+
+const delta = (after: number | undefined, before: number | undefined): number | undefined =>
+  after === undefined || before === undefined ? undefined : after - before
+
+// Stopped from outside (run_source's bound, Ctrl-C): the archivers go too.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    for (const tree of live) tree.kill()
+    process.exit(1)
+  })
+}
+
+main().catch((error: unknown) => {
+  for (const tree of live) tree.kill()
+  console.error("bench:peer FAILED:", error instanceof Error ? error.message : error)
+  process.exitCode = 1
+})

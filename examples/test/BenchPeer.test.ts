@@ -1,0 +1,71 @@
+/**
+ * bench:peer's own parts, without the peer: the reader of Quix Streams'
+ * `S3FileSink` archives (`examples/bench/peer-archive.ts`) on an object the
+ * real sink's JSON format wrote (quixstreams 3.28.1, `JSONFormat.serialize`,
+ * records 5..9 of partition 1, no keys: the fixture under
+ * `fixtures/quix-s3-sink/`), and the process-tree measure
+ * (`examples/bench/process-tree.ts`). Neither needs the services or the
+ * virtualenv; the benchmark itself (`npm run bench:peer`) runs by hand.
+ */
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import * as PeerArchive from "../bench/peer-archive.ts"
+import * as ProcessTree from "../bench/process-tree.ts"
+
+const fixtureTopic = "sluice-bench-peer-fixture"
+const fixtureKey = "sluice_bench_peer_fixture/1/0000000000000000005.jsonl"
+const fixture = readFileSync(join(import.meta.dirname, "fixtures/quix-s3-sink", fixtureKey), "utf8")
+
+describe("bench:peer — reading the peer's archive", () => {
+  it("names the object as FileSink does: sanitized topic, partition, first offset", () => {
+    expect(PeerArchive.sanitizeTopic(fixtureTopic)).toBe("sluice_bench_peer_fixture")
+    expect(PeerArchive.parseKey(fixtureTopic, fixtureKey)).toEqual({ partition: 1, first: 5 })
+    expect(PeerArchive.parseKey(fixtureTopic, "other/1/0000000000000000005.jsonl")).toBeUndefined()
+    expect(PeerArchive.parseKey(fixtureTopic, "sluice_bench_peer_fixture/1/5.jsonl")).toBeUndefined()
+  })
+
+  it("reads each line as the record at first + line, and counts what is missing", () => {
+    const t = PeerArchive.tally([0, 10])
+    PeerArchive.countObject(t, 1, 5, fixture)
+    expect(t.records).toBe(5)
+    expect(t.corrupt).toBe(0)
+    expect(PeerArchive.totals(t)).toEqual({ lost: 5, duplicates: 0 }) // offsets 0..4 are in no object
+  })
+
+  it("counts an object stored twice as duplicates, and a changed or surplus line as corrupt or stray", () => {
+    const twice = PeerArchive.tally([0, 10])
+    PeerArchive.countObject(twice, 1, 5, fixture)
+    PeerArchive.countObject(twice, 1, 5, fixture)
+    expect(PeerArchive.totals(twice)).toEqual({ lost: 5, duplicates: 5 })
+
+    const changed = PeerArchive.tally([0, 10])
+    PeerArchive.countObject(changed, 1, 5, fixture.replace("1/7/x", "1/7/y"))
+    expect(changed.corrupt).toBe(1)
+    expect(PeerArchive.totals(changed).lost).toBe(6)
+
+    const shifted = PeerArchive.tally([0, 8])
+    PeerArchive.countObject(shifted, 1, 5, fixture) // offsets 8 and 9 are past the end
+    expect(shifted.stray).toBe(2)
+  })
+})
+
+describe("bench:peer — measuring a process tree", () => {
+  it("reads the children's CPU from bash's `times`", () => {
+    expect(ProcessTree.parseTimes("0m0.004s 0m0.001s\n1m2.500s 0m0.250s\n")).toBeCloseTo(62.75, 6)
+    expect(ProcessTree.parseTimes("pid 12\n")).toBeUndefined()
+  })
+
+  it.runIf(process.platform === "linux")("measures a tree's CPU and exit status through the wrapper", async () => {
+    // A child that spins ~0.3 s of CPU, under a shell: two levels below the wrapper.
+    const spin = "const t = process.cpuUsage(); while (process.cpuUsage(t).user < 300000); console.log('spun')"
+    const tree = ProcessTree.start("test", "bash", ["-c", `"${process.execPath}" -e "${spin}"; exit 3`])
+    const usage = await tree.done
+    expect(usage.code).toBe(3)
+    expect(usage.stdout).toEqual(["spun"])
+    expect(usage.cpuSource).toBe("times")
+    expect(usage.cpuSeconds).toBeGreaterThanOrEqual(0.3)
+    expect(usage.cpuSeconds).toBeLessThan(5)
+    expect(usage.cpuSeconds).toBeGreaterThanOrEqual(usage.sampledCpuSeconds)
+  })
+})

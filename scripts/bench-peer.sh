@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# npm run bench:peer [-- --records N --partitions P --rounds R --peer-defaults --json]
+#
+# Sluice against a real peer archiver, Quix Streams' S3FileSink, on the local services:
+# installs the peer once into a cached virtualenv (scripts/lib/peer-venv.sh:
+# quixstreams[s3]==3.28.1 under ${SLUICE_CACHE:-~/.cache/sluice}), starts the local broker
+# and S3 server (as bench-e2e.sh does; a service already running is left running),
+# sources their .services/*.env, and runs examples/bench/peer.ts on the workspace's
+# sources with SLUICE_PEER_PYTHON set to the venv's interpreter. Logs go to stderr; with
+# --json, stdout's last line is the summary. The run is killed after
+# SLUICE_BENCH_TIMEOUT seconds (default 3600); each archiving run in it is also bounded
+# (120 s + 0.5 ms per record).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+. scripts/lib/peer-venv.sh
+. scripts/lib/services-for-run.sh
+. scripts/lib/run-source.sh
+# Before the services: an install that fails leaves nothing running.
+SLUICE_PEER_PYTHON="$(peer_venv)"
+export SLUICE_PEER_PYTHON
+services_for_run
+
+run_source "${SLUICE_BENCH_TIMEOUT:-3600}" examples/bench/peer.ts "$@"
