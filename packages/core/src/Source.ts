@@ -139,6 +139,26 @@ export interface Source {
 }
 
 /**
+ * Records per chunk of a one-partition source ({@link fromAsyncIterable},
+ * {@link fromStream}) unless `chunkRecords` says otherwise: enough that the
+ * per-chunk work (a budget charge, a hand-off, a sealer step) is spread over
+ * many records, few enough that a chunk of small records stays far below the
+ * memory budget's one-chunk reserve.
+ */
+const DEFAULT_CHUNK_RECORDS = 1000
+
+/**
+ * How long a one-partition source waits for `chunkRecords` records before it
+ * hands on what it has (unless `lingerMillis` says otherwise): a trickle of
+ * records reaches the sealer within 50 ms, far below any batch age (seconds),
+ * while a burst still fills whole chunks.
+ */
+const DEFAULT_LINGER_MILLIS = 50
+
+/** A thrown or failed value as a message. */
+const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/**
  * A plain source over an async iterable of record payloads (a file, a socket, a
  * syslog listener): one partition, offsets assigned from `startOffset`, records
  * grouped into chunks of up to `chunkRecords` or whatever arrived within
@@ -178,7 +198,7 @@ export const fromAsyncIterable = (options: {
     options.records,
     (cause) => new SourceError({ source: options.name, operation: "read", message: String(cause), cause })
   ).pipe(
-    Stream.groupedWithin(options.chunkRecords ?? 1000, options.lingerMillis ?? 50),
+    Stream.groupedWithin(options.chunkRecords ?? DEFAULT_CHUNK_RECORDS, options.lingerMillis ?? DEFAULT_LINGER_MILLIS),
     Stream.map((payloads): SourceEvent => {
       const chunk = chunkOf(options.name, 0, next, payloads)
       next += payloads.length
@@ -198,5 +218,108 @@ export const fromAsyncIterable = (options: {
     pause: Effect.void,
     resume: Effect.void,
     lag: Effect.succeed(new Map())
+  }
+}
+
+/**
+ * Options of {@link fromStream}.
+ *
+ * @since 0.2.0
+ */
+export interface FromStreamOptions<E> {
+  /** The source's name (the topic): the source segment of every object key. */
+  readonly name: string
+  /**
+   * Persists the position: called with the offset after the last archived
+   * record, once every record before it is verified in storage. Resume from it
+   * with `startOffset` (and a stream that skips what was archived) after a
+   * restart. A failure ends the run with a `SourceError` (`operation: "commit"`).
+   */
+  readonly commit: (nextOffset: number) => Effect.Effect<void, E>
+  /** Records behind the end of what the stream reads, if known (reported as partition 0's); default unknown. */
+  readonly lag?: Effect.Effect<number> | undefined
+  /** The offset of the stream's first record (default 0). */
+  readonly startOffset?: number | undefined
+  /** Records per chunk at most (default 1000). */
+  readonly chunkRecords?: number | undefined
+  /** How long to wait for a full chunk before handing on what arrived, ms (default 50). */
+  readonly lingerMillis?: number | undefined
+}
+
+/**
+ * A source over any Effect `Stream` of record payloads (a stream built in your
+ * code: a `Stream.fromQueue`, a paginated API read with `Stream.paginate`, a
+ * transformed file): one partition, offsets assigned from `startOffset`, records
+ * grouped into chunks of up to `chunkRecords` or whatever arrived within
+ * `lingerMillis`.
+ *
+ * **When to use**
+ *
+ * When the records already are, or are easiest made, an Effect `Stream`; use
+ * {@link fromAsyncIterable} for an async iterable, and implement {@link Source}
+ * for a partitioned log (see `@sluice/adapters-kafka`).
+ *
+ * **Details**
+ *
+ * - **Commit**: `commit(nextOffset)` runs with the offset after the last
+ *   archived record, only once every record before it is verified in storage
+ *   (persist it to resume with `startOffset` after a restart). Its failure, and
+ *   the stream's, end the run with a `SourceError` naming the source and the
+ *   operation (`"commit"`, `"read"`); a stream that fails with a `SourceError`
+ *   keeps it.
+ * - **Pause**: pause/resume do nothing to the stream itself: while the read
+ *   gate is closed the pipeline stops pulling, and a pull-based stream does not
+ *   run ahead: at most the chunk being grouped and the one the pipeline looks
+ *   ahead, in the stream's own chunks (`Stream.range` makes chunks of 4096
+ *   unless told; `Stream.rechunk(n)` sets them). A stream
+ *   fed by a producer that pushes (`Stream.fromQueue` over a queue someone
+ *   offers to, `Stream.callback`) keeps producing into its own buffer: bound
+ *   that buffer, since the pipeline's memory budget does not see it.
+ * - **Lag**: `lag` (records behind, if the stream knows) is reported as
+ *   partition 0's; without it, lag is unknown (empty).
+ * - The stream must need no services (`R = never`): provide them before.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Memory, Pipeline, Source } from "@sluice/core"
+ *
+ * const encoder = new TextEncoder()
+ * const events = Stream.range(1, 10_000).pipe(Stream.map((i) => encoder.encode(JSON.stringify({ id: i }))))
+ * const source = Source.fromStream(events, {
+ *   name: "events",
+ *   commit: (next) => Effect.log(`archived up to ${next}`)
+ * })
+ * const stats = Effect.runPromise(Pipeline.run({ source, sink: Memory.sink() }))
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const fromStream = <E, E2>(records: Stream.Stream<Uint8Array, E>, options: FromStreamOptions<E2>): Source => {
+  let next = options.startOffset ?? 0
+  const events: Stream.Stream<SourceEvent, SourceError> = records.pipe(
+    Stream.mapError((cause) =>
+      cause instanceof SourceError ? cause : new SourceError({ source: options.name, operation: "read", message: messageOf(cause), cause })
+    ),
+    Stream.groupedWithin(options.chunkRecords ?? DEFAULT_CHUNK_RECORDS, options.lingerMillis ?? DEFAULT_LINGER_MILLIS),
+    Stream.map((payloads): SourceEvent => {
+      const chunk = chunkOf(options.name, 0, next, payloads)
+      next += payloads.length
+      return chunk
+    })
+  )
+  const lag = options.lag
+  return {
+    name: options.name,
+    events,
+    commit: (_partition, nextOffset) =>
+      Effect.mapError(
+        options.commit(nextOffset),
+        (cause) => new SourceError({ source: options.name, operation: "commit", message: messageOf(cause), cause })
+      ),
+    pause: Effect.void,
+    resume: Effect.void,
+    lag: lag === undefined ? Effect.succeed(new Map()) : Effect.map(lag, (behind) => new Map([[0, behind]]))
   }
 }

@@ -549,7 +549,7 @@ const familyCommand = (args: Args, print: (line: string) => void, progress: (lin
 /** The message `main` prints for a failure: the flag or file first, never a stack. */
 const describeFailure = (error: unknown): string => {
   if (error instanceof UsageError) return `sluice-sim: ${error.message}\n${usage}`
-  if (error instanceof PolicySpec.PolicySpecError) {
+  if (error instanceof PolicySpec.PolicySpecError || error instanceof PolicySpec.DuplicateEffect) {
     const spec = /^\S*[^\s:]$/.test(error.spec) ? error.spec : JSON.stringify(error.spec)
     return `sluice-sim: --policy ${spec}: ${error.message}`
   }
@@ -577,8 +577,10 @@ const describeFailure = (error: unknown): string => {
  * `Scenario.ScenarioSyntaxError` (`file:line:column`), a `ConfigError` naming
  * the file, the field path and the value, {@link ScenarioTooLong} (naming
  * `--max-duration`), `PolicySpec.PolicySpecError` (`--policy fixed:-3: N must be
- * a whole number ≥ 1, got -3`), {@link ScenarioDirectoryError} and
- * {@link OutputError}.
+ * a whole number ≥ 1, got -3`; also a module policy whose config is refused or
+ * whose layer cannot be built, found before the first cell runs),
+ * `PolicySpec.DuplicateEffect` (a policy module that resolves another copy of
+ * `effect`, naming both), {@link ScenarioDirectoryError} and {@link OutputError}.
  *
  * **Example**
  *

@@ -31,7 +31,32 @@ export interface ConformanceOptions {
 }
 
 /**
+ * The longest config text in a `describe` name: enough for a few settings
+ * (`{"floor":2,"ceiling":48,"initial":4}` is 36), short enough that the
+ * reporter's line stays readable; longer configs end with `…`.
+ */
+const DESCRIBE_CONFIG_CHARS = 60
+
+/** The config as a `describe` name shows it: its JSON, shortened. */
+const configLabel = (input: unknown): string => {
+  const json = JSON.stringify(input ?? {}) ?? String(input)
+  return json.length <= DESCRIBE_CONFIG_CHARS ? json : `${json.slice(0, DESCRIBE_CONFIG_CHARS - 1)}…`
+}
+
+/**
  * Generates a `describe` block with one test per property.
+ *
+ * **When to use**: in a test file of a policy, once per config to prove.
+ *
+ * **Details**: `input` is what a user of the policy would write: the encoded
+ * side of its config schema (`Config.Input` of it, as the policies' `layer`
+ * takes), so a misspelled key fails `tsc`; it is decoded with the schema, and
+ * "config decodes" fails, naming the field, if it is refused. A policy typed
+ * without its input (`Policy<C, S>`) takes any value, checked at run time
+ * only. The block is named by the policy and the config (`conformance: arc
+ * {"floor":2,"ceiling":48,"initial":4}`), so two configs of one policy are
+ * told apart. A failing property's message carries its numbers (the knob's
+ * values and times, see `Properties`).
  *
  * **Example** (a test file of a third-party policy)
  *
@@ -44,11 +69,16 @@ export interface ConformanceOptions {
  *
  * @since 0.1.0
  */
-export const conformance = <C, S>(policy: Policy.Policy<C, S>, input: unknown = {}, options: ConformanceOptions = {}): void => {
+export const conformance = <C, S, I>(
+  policy: Policy.Policy<C, S, I>,
+  input?: NoInfer<I>,
+  options: ConformanceOptions = {}
+): void => {
   const world = options.world ?? Properties.standardWorld
   const expectFailure = new Set(options.expectFailure ?? [])
-  describe(`conformance: ${policy.name}`, () => {
-    const decoded = Config.decodeResult(policy.name, policy.config, input)
+  describe(`conformance: ${policy.name} ${configLabel(input)}`, () => {
+    const raw: unknown = input ?? {}
+    const decoded = Config.decodeResult(policy.name, policy.config, raw)
     it("config decodes", () => {
       expect(Result.isSuccess(decoded) ? "ok" : decoded.failure.message).toBe("ok")
     })

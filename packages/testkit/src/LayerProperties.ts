@@ -124,18 +124,35 @@ export const verdicts = <E>(
       withinBounds(rows, bounds),
       backsOff(rows),
       recovers(rows, first.trace.sampleMillis, ablated),
-      {
-        property: "deterministic",
-        pass: Trace.toCsv(first.trace) === Trace.toCsv(second.trace),
-        detail: "two runs with the same seed give byte-identical traces"
-      },
-      {
-        property: "finiteProposals",
-        pass: rows.every((r) => Number.isFinite(r.concurrency) && Number.isFinite(r.batchTargetBytes)),
-        detail: "every concurrency and batch target in the trace is finite"
-      }
+      deterministic(Trace.toCsv(first.trace), Trace.toCsv(second.trace)),
+      finite(rows)
     ]
   })
+
+/** Same seed, byte-identical traces; else the first row (its `t`) where they differ. */
+const deterministic = (a: string, b: string): Verdict => {
+  if (a === b) return { property: "deterministic", pass: true, detail: "two runs with the same seed give byte-identical traces" }
+  const linesA = a.split("\n")
+  const linesB = b.split("\n")
+  const i = linesA.findIndex((line, k) => line !== linesB[k])
+  const at = i < 0 ? linesA.length : i
+  return {
+    property: "deterministic",
+    pass: false,
+    detail: `two runs with the same seed differ first at trace row ${at} (t = ${(linesA[at] ?? linesB[at] ?? "").split(",")[0]} ms)`
+  }
+}
+
+const finite = (rows: ReadonlyArray<TraceRow>): Verdict => {
+  const bad = rows.find((r) => !Number.isFinite(r.concurrency) || !Number.isFinite(r.batchTargetBytes))
+  return bad === undefined
+    ? { property: "finiteProposals", pass: true, detail: "every concurrency and batch target in the trace is finite" }
+    : {
+      property: "finiteProposals",
+      pass: false,
+      detail: `concurrency ${bad.concurrency}, batch target ${bad.batchTargetBytes} bytes at ${bad.t} ms`
+    }
+}
 
 const withinBounds = (rows: ReadonlyArray<TraceRow>, b: LayerBounds): Verdict => {
   const out = rows.find((r) => r.concurrency < b.floor || r.concurrency > b.ceiling)
@@ -155,17 +172,40 @@ const backsOff = (rows: ReadonlyArray<TraceRow>): Verdict => {
     : { property: "backsOffUnderOverload", pass: false, detail: `concurrency stayed at ${start} through 60 s of overload` }
 }
 
+/**
+ * Goodput ÷ the oracle's over the 1 s window ending at `t` (the window
+ * `Summary.recoverySeconds` judges), rounded to 2 digits; `null` when the
+ * oracle moved nothing.
+ */
+const goodputRatioAt = (rows: ReadonlyArray<TraceRow>, sampleMillis: number, t: number): number | null => {
+  const window = rows.filter((r) => r.t > t - 1_000 && r.t <= t)
+  const oracle = window.reduce((sum, r) => sum + r.oracleBytesPerSecond, 0)
+  if (window.length === 0 || sampleMillis <= 0 || oracle === 0) return null
+  return Math.round((window.reduce((sum, r) => sum + r.goodputBytesPerSecond, 0) / oracle) * 100) / 100
+}
+
 const recovers = (rows: ReadonlyArray<TraceRow>, sampleMillis: number, ablated: ReadonlyArray<TraceRow> | undefined): Verdict => {
   const name = "recoversAfterOverload"
   const start = before(rows)
   const lowest = Math.min(...during(rows).map((r) => r.concurrency))
-  if (lowest >= start) return { property: name, pass: false, detail: "never backed off, so nothing to recover" }
+  if (lowest >= start) {
+    return { property: name, pass: false, detail: `never backed off (concurrency ${start}, lowest ${lowest} under overload), so nothing to recover` }
+  }
   // Recovery is judged by what the store delivers, not by the limit coming back
   // to a value that may have been inflated before the overload.
   const within = (s: number | null): s is number => s !== null && s <= recoveryMillis / 1000
   const seconds = Summary.recoverySeconds(rows, sampleMillis, overloadUntil)
   if (!within(seconds)) {
-    return { property: name, pass: false, detail: `goodput not back to 90 % of the oracle within ${recoveryMillis / 1000} s after the overload cleared` }
+    const bound = recoveryMillis / 1000
+    const ratio = goodputRatioAt(rows, sampleMillis, overloadUntil + recoveryMillis)
+    const atBound = rows.filter((r) => r.t <= overloadUntil + recoveryMillis).at(-1)?.concurrency
+    return {
+      property: name,
+      pass: false,
+      detail: `goodput not back to 90 % of the oracle within ${bound} s after the overload cleared: ${
+        ratio === null ? "no oracle goodput" : ratio
+      } at ${bound} s (concurrency ${start} before the overload, ${lowest} lowest, ${atBound ?? "-"} at ${bound} s)`
+    }
   }
   const back = `goodput back to 90 % of the oracle ${seconds} s after the overload cleared`
   if (ablated === undefined) {

@@ -26,13 +26,24 @@
  * conservative proposal wins per knob. Module paths keep their case (built-in
  * names are case-insensitive).
  *
+ * **Checked before anything runs.** A module must see the same `effect` as the
+ * testkit: a module that resolves another copy (after `npm install ../my-policy`,
+ * say) fails with {@link DuplicateEffect} naming both, before it is imported. A
+ * core `Policy`'s config is decoded with its schema when the spec is resolved,
+ * and its floors (`Policy.bounds(config)`: `concurrency`, `batchTarget`) are
+ * the ones the runner counts `floorViolations` against. Finally the spec's
+ * layer is built once, on a bus and knobs of its own, and released: a layer
+ * that cannot be built (bad config inside a `Policy.layer` export) fails here,
+ * not when its run starts.
+ *
  * @since 0.1.0
  */
+import { readFileSync, realpathSync } from "node:fs"
 import { createRequire } from "node:module"
-import { isAbsolute, join, resolve as resolvePath } from "node:path"
-import { pathToFileURL } from "node:url"
-import { Effect, Layer, Result, Schema } from "effect"
-import { Fixed, Policy } from "@sluice/core"
+import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import { Cause, Effect, Layer, Result, Schema } from "effect"
+import { Config, Fixed, Knob, Policy, SignalBus } from "@sluice/core"
 import type { Floors, PoliciesLayer } from "./Runner.ts"
 
 /**
@@ -42,6 +53,24 @@ import type { Floors, PoliciesLayer } from "./Runner.ts"
  */
 export class PolicySpecError extends Schema.TaggedError<PolicySpecError>()("PolicySpecError", {
   spec: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
+ * A policy module resolves a different copy of `effect` than the testkit's
+ * own (e.g. after `npm install ../my-policy`, which gives the policy its own
+ * `node_modules/effect`). Its schemas and layers would then be values of the
+ * other copy, which this one cannot run; the message names both copies (their
+ * directories and versions) and how to dedupe them.
+ *
+ * @since 0.2.0
+ */
+export class DuplicateEffect extends Schema.TaggedError<DuplicateEffect>()("DuplicateEffect", {
+  spec: Schema.String,
+  /** The testkit's `effect`: its directory and version. */
+  ours: Schema.String,
+  /** The policy module's `effect`: its directory and version. */
+  theirs: Schema.String,
   message: Schema.String
 }) {}
 
@@ -72,7 +101,10 @@ const isRecord = (u: unknown): u is { readonly [k: string]: unknown } => typeof 
  *
  * @since 0.1.0
  */
-export const resolve = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecError> => {
+export const resolve = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecError | DuplicateEffect> =>
+  Effect.flatMap(resolveMembers(spec), (resolved) => checkBuilds(spec, resolved))
+
+const resolveMembers = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecError | DuplicateEffect> => {
   const trimmed = spec.trim()
   const members = trimmed.split("+").map((m) => m.trim())
   const badFixed = members.map((m) => checkFixed(spec, m, members.length > 1)).find((e) => e !== undefined)
@@ -84,7 +116,8 @@ export const resolve = (spec: string): Effect.Effect<ResolvedPolicy, PolicySpecE
         : members.length === 1
         // A single unknown name may be a package: try it before reporting.
         ? isPackageName(trimmed)
-          ? Effect.mapError(fromModule(spec, trimmed), (e) => new PolicySpecError({ spec, message: `${error.message}; as a package: ${e.message}` }))
+          ? Effect.catchTag(fromModule(spec, trimmed), "PolicySpecError", (e) =>
+            Effect.fail(new PolicySpecError({ spec, message: `${error.message}; as a package: ${e.message}` })))
           : Effect.fail(error)
         : withPackages(spec, trimmed, members, error))
   }
@@ -124,8 +157,10 @@ const withPackages = (spec: string, label: string, members: ReadonlyArray<string
     }
     const resolved: Array<ResolvedPolicy> = known.length === 0 ? [] : [yield* builtIn(spec, known.join("+"))]
     for (const { member, notBuiltIn } of packages) {
-      resolved.push(yield* Effect.mapError(fromModule(spec, member), (e) =>
-        new PolicySpecError({ spec, message: `${notBuiltIn.replace(`in "${member}"`, `in "${spec}"`)}; as a package: ${e.message}` })))
+      resolved.push(yield* Effect.catchTag(fromModule(spec, member), "PolicySpecError", (e) =>
+        Effect.fail(
+          new PolicySpecError({ spec, message: `${notBuiltIn.replace(`in "${member}"`, `in "${spec}"`)}; as a package: ${e.message}` })
+        )))
     }
     return combine(label, resolved)
   })
@@ -156,6 +191,114 @@ const mergeFloors = (a: Floors | undefined, b: Floors | undefined): Floors | und
     ...(a.batchBytes !== undefined || b.batchBytes !== undefined ? { batchBytes: Math.max(a.batchBytes ?? 1, b.batchBytes ?? 1) } : {})
   }
 
+/**
+ * The knobs the build check starts from. Any values do: the check only builds
+ * the policies' layer (decoding their config, taking their subscriptions) and
+ * releases it; no signal is published, so no policy steps.
+ */
+const BUILD_CHECK_KNOBS: Knob.KnobValues = {
+  concurrency: 1,
+  batchTarget: { records: 1, bytes: 1, maxAgeMillis: 1 },
+  readGate: "open",
+  rate: null
+}
+
+const messageOf = (e: unknown): string => (isRecord(e) && typeof e["message"] === "string" ? e["message"] : String(e))
+
+/**
+ * Builds the spec's layer once, on a bus and knobs of its own, and releases
+ * it: a layer that fails to build (bad config) fails the spec now, before any
+ * run starts. A `ConfigError` keeps its message (it names the policy and the
+ * field); any other failure is reported as the layer's.
+ */
+const checkBuilds = (spec: string, resolved: ResolvedPolicy): Effect.Effect<ResolvedPolicy, PolicySpecError> => {
+  const policies = resolved.policies
+  if (policies === undefined) return Effect.succeed(resolved)
+  return Effect.scoped(Effect.gen(function*() {
+    const bus = yield* SignalBus.make
+    const knobs = yield* Knob.make(BUILD_CHECK_KNOBS)
+    yield* Layer.build(policies).pipe(
+      Effect.provideService(SignalBus.SignalBus, bus),
+      Effect.provideService(Knob.Knobs, knobs)
+    )
+  })).pipe(
+    Effect.catchCause((cause) => {
+      const error = Cause.squash(cause)
+      return Effect.fail(
+        new PolicySpecError({
+          spec,
+          message: error instanceof Config.ConfigError ? error.message : `its layer failed to build: ${messageOf(error)}`
+        })
+      )
+    }),
+    Effect.as(resolved)
+  )
+}
+
+/** The directory and version of the `effect` package that `from` (a file) resolves; `undefined` when it resolves none. */
+const effectCopy = (from: string): { readonly dir: string; readonly version: string } | undefined => {
+  try {
+    const pkg = realpathSync(createRequire(from).resolve("effect/package.json"))
+    const parsed: unknown = JSON.parse(readFileSync(pkg, "utf8"))
+    const version = isRecord(parsed) && typeof parsed["version"] === "string" ? parsed["version"] : "unknown version"
+    return { dir: dirname(pkg), version }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Fails with {@link DuplicateEffect} when the module at `url` resolves another
+ * copy of `effect` than this module does. Compared by real path: a linked
+ * (symlinked) copy of the same directory is the same module instance to Node,
+ * so it passes. A module that resolves no `effect` (it does not import it), or
+ * that is no file, is not checked.
+ */
+const checkOneEffect = (spec: string, url: string): Effect.Effect<void, DuplicateEffect> => {
+  if (!url.startsWith("file:")) return Effect.void
+  const ours = effectCopy(fileURLToPath(import.meta.url))
+  const theirs = effectCopy(fileURLToPath(url))
+  if (ours === undefined || theirs === undefined || ours.dir === theirs.dir) return Effect.void
+  const a = `${ours.dir} (${ours.version})`
+  const b = `${theirs.dir} (${theirs.version})`
+  return Effect.fail(
+    new DuplicateEffect({
+      spec,
+      ours: a,
+      theirs: b,
+      message: `two copies of effect: ${a} and ${b} — dedupe (npm dedupe, or make effect a peer dependency of the policy)`
+    })
+  )
+}
+
+/**
+ * The floors a core policy declares for `config` (`Policy.bounds`): the
+ * `concurrency` floor, and the `batchTarget` floor as `batchBytes`.
+ */
+const declaredFloors = (policy: Policy.Policy<unknown, unknown, unknown>, config: unknown): Floors | undefined => {
+  const bounds = policy.bounds(config)
+  const concurrency = bounds.concurrency?.floor
+  const batchBytes = bounds.batchTarget?.floor
+  if (concurrency === undefined && batchBytes === undefined) return undefined
+  return { ...(concurrency !== undefined ? { concurrency } : {}), ...(batchBytes !== undefined ? { batchBytes } : {}) }
+}
+
+/**
+ * A core policy with its config input: the input decoded with the policy's
+ * schema now (bad config fails the spec before anything runs), its declared
+ * floors read from the decoded config, and the layer built from the input.
+ */
+const fromPolicy = (
+  spec: string,
+  member: string,
+  policy: Policy.Policy<unknown, unknown, unknown>,
+  input: unknown
+): Effect.Effect<ResolvedPolicy, PolicySpecError> => {
+  const decoded = Config.decodeResult(policy.name, policy.config, input ?? {})
+  if (Result.isFailure(decoded)) return Effect.fail(new PolicySpecError({ spec, message: decoded.failure.message }))
+  return Effect.succeed({ label: member, policies: Policy.layer(policy, input), floors: declaredFloors(policy, decoded.success) })
+}
+
 /** The URL to import for a member: a path from the current directory, or a package resolved from it. */
 const moduleUrl = (member: string): string => {
   if (member.startsWith("file:")) return member
@@ -174,9 +317,10 @@ const isPolicy = (u: unknown): u is Policy.Policy<unknown, unknown, unknown> =>
   typeof u["initial"] === "function" && Schema.isSchema(u["config"])
 
 /** Imports a policy module and reads its default export (see the module doc). */
-const fromModule = (spec: string, member: string): Effect.Effect<ResolvedPolicy, PolicySpecError> =>
+const fromModule = (spec: string, member: string): Effect.Effect<ResolvedPolicy, PolicySpecError | DuplicateEffect> =>
   Effect.gen(function*() {
     const url = moduleUrl(member)
+    yield* checkOneEffect(spec, url)
     const mod: unknown = yield* Effect.tryPromise({
       try: () => import(url) as Promise<unknown>,
       catch: (cause) =>
@@ -188,12 +332,9 @@ const fromModule = (spec: string, member: string): Effect.Effect<ResolvedPolicy,
       const floors = isRecord(exported["floors"]) ? (exported["floors"] as Floors) : undefined
       return { label: member, policies: exported["layer"] as PoliciesLayer<unknown>, floors }
     }
-    if (isPolicy(exported)) {
-      const config = isRecord(mod) ? mod["config"] : undefined
-      return { label: member, policies: Policy.layer(exported, config), floors: undefined }
-    }
+    if (isPolicy(exported)) return yield* fromPolicy(spec, member, exported, isRecord(mod) ? mod["config"] : undefined)
     if (isRecord(exported) && isPolicy(exported["policy"])) {
-      return { label: member, policies: Policy.layer(exported["policy"], exported["config"]), floors: undefined }
+      return yield* fromPolicy(spec, member, exported["policy"], exported["config"])
     }
     return yield* new PolicySpecError({
       spec,
@@ -231,7 +372,6 @@ const builtIn = (spec: string, trimmed: string): Effect.Effect<ResolvedPolicy, P
       try: () => (parse as (s: string) => unknown)(trimmed),
       catch: (cause) => new PolicySpecError({ spec, message: cause instanceof Error ? cause.message : String(cause) })
     })
-    const messageOf = (e: unknown) => (isRecord(e) && typeof e["message"] === "string" ? e["message"] : String(e))
     const result: unknown = Result.isResult(parsed)
       ? Result.isSuccess(parsed) ? parsed.success : yield* new PolicySpecError({ spec, message: messageOf(parsed.failure) })
       : Effect.isEffect(parsed)

@@ -410,11 +410,17 @@ export const finiteProposals = <C, S>(policy: Policy.Policy<C, S>, config: C, wo
  * @since 0.1.0
  */
 export const deterministic = <C, S>(policy: Policy.Policy<C, S>, config: C, world: World = standardWorld): Verdict => {
-  const a = JSON.stringify(drive(policy, config, world).proposals)
-  const b = JSON.stringify(drive(policy, config, world).proposals)
-  return a === b
+  const a = drive(policy, config, world).proposals.map((p) => JSON.stringify(p))
+  const b = drive(policy, config, world).proposals.map((p) => JSON.stringify(p))
+  const i = a.findIndex((p, k) => p !== b[k])
+  const at = i >= 0 ? i : a.length !== b.length ? Math.min(a.length, b.length) : -1
+  return at < 0
     ? { property: "deterministic", pass: true, detail: "two drives with one seed gave identical proposals" }
-    : { property: "deterministic", pass: false, detail: "two drives with one seed gave different proposals" }
+    : {
+      property: "deterministic",
+      pass: false,
+      detail: `two drives with one seed gave different proposals (${a.length} and ${b.length}), first at #${at}: ${a[at] ?? "none"} vs ${b[at] ?? "none"}`
+    }
 }
 
 /** The knobs the properties read, each as a number. */
@@ -570,7 +576,15 @@ export const recoversAfterOverload = <C, S>(
   const fail = (detail: string): Verdict => ({ property: name, pass: false, detail })
   // Every knob that backed off must come back…
   if (back.length === 0 && stuck.length === 0) {
-    return fail(`never backed off, so there was nothing to recover${declared._tag === "NoProbe" ? `; declares NoProbe (${declared.reason})` : ""}`)
+    const stayed = knobs.flatMap((knob) => {
+      const r = recovery(probed, world, knob, fraction)
+      return r === undefined ? [] : [`${knob} stayed at ${show(knob, r.start)}`]
+    })
+    return fail(
+      `never backed off (${stayed.join(", ")} through ${(world.overloadUntil - world.overloadFrom) / 1000} s of overload), so there was nothing to recover${
+        declared._tag === "NoProbe" ? `; declares NoProbe (${declared.reason})` : ""
+      }`
+    )
   }
   if (stuck.length > 0) return fail(`${stuck.join("; ")}${declared._tag === "NoProbe" ? `; declares NoProbe (${declared.reason})` : ""}`)
   if (declared._tag === "NoProbe") {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import * as Cli from "../src/Cli.ts"
 import * as Trace from "../src/Trace.ts"
 
@@ -26,6 +27,12 @@ const badFile = (name: string, text: string) => {
   return join(bad, name)
 }
 const pretty = (value: object) => JSON.stringify(value, null, 2)
+
+const FIXTURES = "./packages/testkit/test/fixtures"
+const BAD_CONFIG = `${FIXTURES}/BadConfigPolicy.mjs`
+const FAILING_LAYER = `${FIXTURES}/FailingLayer.mjs`
+const BELOW_FLOOR = `${FIXTURES}/BelowFloorPolicy.mjs`
+const CAPPED_PATH = new URL("fixtures/CappedPolicy.mjs", import.meta.url)
 
 const capture = async (argv: ReadonlyArray<string>) => {
   const out: Array<string> = []
@@ -158,6 +165,17 @@ describe("sluice-sim", () => {
     ])
     expect(matrix.err.filter((l) => l.startsWith("  goodput "))).toHaveLength(4)
     expect(matrix.out.join("\n")).toContain("./packages/testkit/test/fixtures/CappedPolicy.mjs")
+  })
+
+  it("floorViolations counts samples below the floor a module policy declares (Policy.bounds), not 1 (issue 29)", async () => {
+    // BelowFloorPolicy declares a concurrency floor of 4 and proposes 2: every sample is below it.
+    const { code, out } = await capture(["run", join(dir, "ok.json"), "--policy", BELOW_FLOOR, "--json"])
+    expect(code).toBe(0)
+    const summary = JSON.parse(out.at(-1) ?? "{}") as { floorViolations: number; durationSeconds: number }
+    expect(summary.floorViolations).toBe(summary.durationSeconds * 10) // one per 100 ms sample
+    // Composed with built-ins, the module's floor still counts.
+    const composed = await capture(["run", join(dir, "ok.json"), "--policy", `${BELOW_FLOOR}+throttle`, "--json"])
+    expect(JSON.parse(composed.out.at(-1) ?? "{}")).toMatchObject({ floorViolations: 100 })
   })
 
   describe("bad input: one message naming the file, flag or value; exit 2; no stack trace", () => {
@@ -299,6 +317,49 @@ describe("sluice-sim", () => {
       expect((await refused(["matrix", mixed, "--policy", "fixed:4"])).err).toEqual([
         `sluice-sim: ${join(mixed, "b-bad.json")}:1:2: scenario is not valid JSON: expected a property name in double quotes, got "]"`
       ])
+    })
+
+    it("matrix: a module policy that cannot be built (bad config) among good ones, before any cell runs (issue 29)", async () => {
+      for (const [module, message] of [
+        [BAD_CONFIG, `capped: Expected an integer\n  at ["concurrency"]`],
+        [FAILING_LAYER, "its layer failed to build: window: Expected a duration greater than 0, got 0"]
+      ] as const) {
+        // (Not `refused`: the schema's message ends with its field path, `  at ["concurrency"]`.)
+        const { code, out, err } = await capture(["matrix", dir, "--policy", "fixed:4", "--policy", module])
+        expect(code).toBe(2)
+        expect(out).toEqual([])
+        // One message, no progress line: no cell ran.
+        expect(err).toEqual([`sluice-sim: --policy ${module}: ${message}`])
+      }
+    })
+
+    it("a policy module that resolves another copy of effect: both copies named, exit 2 (issue 29)", async () => {
+      // A project with its own copy of effect (as after `npm install ../my-policy`)
+      // and a policy module importing it.
+      const project = mkdtempSync(join(tmpdir(), "sluice-sim-two-effects-"))
+      const ours = dirname(realpathSync(createRequire(import.meta.url).resolve("effect/package.json")))
+      const theirs = join(project, "node_modules", "effect")
+      mkdirSync(theirs, { recursive: true })
+      cpSync(join(ours, "package.json"), join(theirs, "package.json"))
+      cpSync(join(ours, "dist"), join(theirs, "dist"), { recursive: true })
+      const policy = join(project, "policy.mjs")
+      cpSync(CAPPED_PATH, policy)
+      const version = (JSON.parse(readFileSync(join(ours, "package.json"), "utf8")) as { version: string }).version
+      try {
+        expect((await refused(["run", ok, "--policy", policy])).err).toEqual([
+          `sluice-sim: --policy ${policy}: two copies of effect: ${ours} (${version}) and ${realpathSync(theirs)} (${version})` +
+          " — dedupe (npm dedupe, or make effect a peer dependency of the policy)"
+        ])
+      } finally {
+        rmSync(project, { recursive: true, force: true }) // the copy is ~40 MB
+      }
+      // The same package linked (one copy on disk, one module instance): accepted.
+      const linked = mkdtempSync(join(tmpdir(), "sluice-sim-linked-effect-"))
+      mkdirSync(join(linked, "node_modules"))
+      symlinkSync(ours, join(linked, "node_modules", "effect"), "dir")
+      cpSync(CAPPED_PATH, join(linked, "policy.mjs"))
+      const run = await capture(["run", ok, "--policy", join(linked, "policy.mjs"), "--json"])
+      expect(run.code).toBe(0)
     })
 
     it("an unwritable --trace or --plot path: named, before the run", async () => {

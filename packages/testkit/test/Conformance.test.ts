@@ -2,7 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
 import { Fixed } from "@sluice/core"
 import { Policy } from "@sluice/core"
+import { Effect } from "effect"
 import { conformance, conformanceLayer } from "../src/Conformance.ts"
+import * as LayerProperties from "../src/LayerProperties.ts"
 import * as Properties from "../src/Properties.ts"
 
 /**
@@ -87,6 +89,39 @@ conformanceLayer("fixed:8", Fixed.layer({ concurrency: 8 }), { floor: 8, ceiling
 // A declared probe that is not what recovers fails there too.
 conformanceLayer("declarer", (options) => Policy.layer(Declarer, halving, options), { floor: 1, ceiling: 64 }, {
   expectFailure: ["recoversAfterOverload"]
+})
+
+// Type-level (issue 29): the config is the policy's encoded input, so a
+// misspelled key fails tsc. Never called: it would register a failing block.
+const misspelled = () => {
+  // @ts-expect-error 'concurency' does not exist in Fixed's config input
+  conformance(Fixed.policy, { concurency: 8 })
+}
+void misspelled
+
+describe("conformance: names and messages (issue 29)", () => {
+  it("names each block by the policy and its config, so two configs of one policy are told apart", ({ task }) => {
+    const names = task.file.tasks.map((t) => t.name)
+    expect(names).toContain(`conformance: halver {"floor":1,"ceiling":64,"relearn":true}`)
+    expect(names).toContain(`conformance: fixed {"concurrency":8}`)
+  })
+
+  it("a core that never backs off: the failure names the knob's value", () => {
+    expect(Properties.recoversAfterOverload(Fixed.policy, { concurrency: 8 }).detail).toContain(
+      "never backed off (concurrency stayed at 8 through 60 s of overload)"
+    )
+  })
+
+  it.effect("a layer whose goodput does not come back: the failure carries the ratio and the knob at the bound", () =>
+    Effect.gen(function*() {
+      // Halver without its probe stays near its floor on the slower store (see the ablation above).
+      const verdicts = yield* LayerProperties.verdicts(Policy.layer(Halver, halving, { probe: false }), { floor: 1, ceiling: 64 })
+      const recovers = verdicts.find((v) => v.property === "recoversAfterOverload")
+      expect(recovers?.pass).toBe(false)
+      expect(recovers?.detail).toMatch(
+        /^goodput not back to 90 % of the oracle within 60 s after the overload cleared: 0\.\d+ at 60 s \(concurrency \d+ before the overload, \d+ lowest, \d+ at 60 s\)$/
+      )
+    }), 60_000)
 })
 
 describe("Properties", () => {

@@ -35,6 +35,14 @@ describe("PolicySpec: policies from their own module", () => {
       expect(summary.bytesVerified).toBeGreaterThan(0)
     }))
 
+  it.effect("a module Policy's declared floors (Policy.bounds of its decoded config) are the spec's floors, composed too (issue 29)", () =>
+    Effect.gen(function*() {
+      expect((yield* PolicySpec.resolve(CAPPED)).floors).toEqual({ concurrency: 3 })
+      expect((yield* PolicySpec.resolve(`${CAPPED}+throttle+shared`)).floors).toEqual({ concurrency: 3 })
+      // With fixed:N beside it, the higher floor counts (as before).
+      expect((yield* PolicySpec.resolve(`${CAPPED}+fixed:5`)).floors).toEqual({ concurrency: 5 })
+    }))
+
   it.effect("a module whose default export is not a policy, or that cannot be imported, is a PolicySpecError saying so", () =>
     Effect.gen(function*() {
       const notPolicy = yield* Effect.flip(PolicySpec.resolve("./packages/testkit/test/fixtures/NotAPolicy.mjs"))
