@@ -4,4 +4,4 @@
  *
  * @internal
  */
-export const version = "0.1.0"
+export const version = "0.4.0"

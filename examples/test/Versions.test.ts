@@ -1,0 +1,61 @@
+/**
+ * The versioning rule of the policy author's guide (examples/custom-policy/README.md,
+ * "Which versions to accept"), checked on the packages as they are: no `@since` tag
+ * above its package's version, and every peer range on a `@sluice/*` package
+ * `>=X <1` with X no newer than that package (a `^0.x` range would refuse the
+ * next minor release).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { readdirSync, readFileSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+const packageDirs = readdirSync(join(root, "packages")).map((d) => join(root, "packages", d)).filter((d) => statSync(d).isDirectory())
+
+interface Manifest {
+  readonly name: string
+  readonly version: string
+  readonly peerDependencies?: Readonly<Record<string, string>>
+}
+const manifestOf = (dir: string): Manifest => JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Manifest
+
+const parts = (v: string): ReadonlyArray<number> => v.split(".").map(Number)
+const compare = (a: string, b: string): number => {
+  const [x, y] = [parts(a), parts(b)]
+  for (let i = 0; i < 3; i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0)
+  return 0
+}
+
+const sources = (dir: string): ReadonlyArray<string> =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : []
+  )
+
+const versions = new Map(packageDirs.map((d) => [manifestOf(d).name, manifestOf(d).version] as const))
+
+describe("versions", () => {
+  for (const dir of packageDirs) {
+    const manifest = manifestOf(dir)
+    it(`${manifest.name}: no @since tag above ${manifest.version}`, () => {
+      const above = sources(join(dir, "src")).flatMap((file) =>
+        [...readFileSync(file, "utf8").matchAll(/@since (\d+\.\d+\.\d+)/g)]
+          .map((m) => m[1] ?? "")
+          .filter((v) => compare(v, manifest.version) > 0)
+          .map((v) => `${file.slice(root.length)}: @since ${v}`)
+      )
+      expect(above).toEqual([])
+    })
+    it(`${manifest.name}: peer ranges on @sluice/* are >=X <1, X no newer than the package`, () => {
+      const wrong = Object.entries(manifest.peerDependencies ?? {})
+        .filter(([name]) => name.startsWith("@sluice/"))
+        .filter(([name, range]) => {
+          const m = /^>=(\d+\.\d+\.\d+) <1$/.exec(range)
+          const current = versions.get(name)
+          return m === null || current === undefined || compare(m[1] ?? "", current) > 0
+        })
+        .map(([name, range]) => `${name}: ${range}`)
+      expect(wrong).toEqual([])
+    })
+  }
+})
