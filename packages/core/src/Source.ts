@@ -192,34 +192,26 @@ export const fromAsyncIterable = (options: {
   readonly chunkRecords?: number
   readonly lingerMillis?: number
   readonly onCommit?: (nextOffset: number) => void | Promise<void>
-}): Source => {
-  let next = options.startOffset ?? 0
-  const events: Stream.Stream<SourceEvent, SourceError> = Stream.fromAsyncIterable(
-    options.records,
-    (cause) => new SourceError({ source: options.name, operation: "read", message: String(cause), cause })
-  ).pipe(
-    Stream.groupedWithin(options.chunkRecords ?? DEFAULT_CHUNK_RECORDS, options.lingerMillis ?? DEFAULT_LINGER_MILLIS),
-    Stream.map((payloads): SourceEvent => {
-      const chunk = chunkOf(options.name, 0, next, payloads)
-      next += payloads.length
-      return chunk
-    })
+}): Source =>
+  fromStream(
+    Stream.fromAsyncIterable(
+      options.records,
+      (cause) => new SourceError({ source: options.name, operation: "read", message: String(cause), cause })
+    ),
+    {
+      name: options.name,
+      commit: (nextOffset) =>
+        Effect.tryPromise({
+          try: async () => {
+            await options.onCommit?.(nextOffset)
+          },
+          catch: (cause) => new SourceError({ source: options.name, operation: "commit", message: String(cause), cause })
+        }),
+      startOffset: options.startOffset,
+      chunkRecords: options.chunkRecords,
+      lingerMillis: options.lingerMillis
+    }
   )
-  return {
-    name: options.name,
-    events,
-    commit: (_partition, nextOffset) =>
-      Effect.tryPromise({
-        try: async () => {
-          await options.onCommit?.(nextOffset)
-        },
-        catch: (cause) => new SourceError({ source: options.name, operation: "commit", message: String(cause), cause })
-      }),
-    pause: Effect.void,
-    resume: Effect.void,
-    lag: Effect.succeed(new Map())
-  }
-}
 
 /**
  * Options of {@link fromStream}.
@@ -265,8 +257,7 @@ export interface FromStreamOptions<E> {
  *   archived record, only once every record before it is verified in storage
  *   (persist it to resume with `startOffset` after a restart). Its failure, and
  *   the stream's, end the run with a `SourceError` naming the source and the
- *   operation (`"commit"`, `"read"`); a stream that fails with a `SourceError`
- *   keeps it.
+ *   operation (`"commit"`, `"read"`); a `SourceError` from either is kept.
  * - **Pause**: pause/resume do nothing to the stream itself: while the read
  *   gate is closed the pipeline stops pulling, and a pull-based stream does not
  *   run ahead: at most the chunk being grouped and the one the pipeline looks
@@ -316,7 +307,7 @@ export const fromStream = <E, E2>(records: Stream.Stream<Uint8Array, E>, options
     commit: (_partition, nextOffset) =>
       Effect.mapError(
         options.commit(nextOffset),
-        (cause) => new SourceError({ source: options.name, operation: "commit", message: messageOf(cause), cause })
+        (cause) => cause instanceof SourceError ? cause : new SourceError({ source: options.name, operation: "commit", message: messageOf(cause), cause })
       ),
     pause: Effect.void,
     resume: Effect.void,
