@@ -33,6 +33,8 @@ export interface Options {
   readonly brokers: readonly [string, ...Array<string>]
   readonly topic: string
   readonly groupId: string
+  /** The group's settings but its id (static membership's `instanceId`, `sessionTimeout`, …). */
+  readonly group?: KafkaToS3.ArchiveOptions["group"]
   readonly s3: KafkaToS3.ArchiveOptions["s3"]
   /** `sluice.pipeline` on every metric. */
   readonly name: string
@@ -96,6 +98,7 @@ export const run = (options: Options) =>
       brokers: options.brokers,
       topic: options.topic,
       groupId: options.groupId,
+      group: options.group,
       s3: options.s3,
       follow: { stop: Effect.never },
       meterProvider: options.meterProvider,

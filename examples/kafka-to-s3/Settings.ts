@@ -18,6 +18,7 @@
 import { readFileSync } from "node:fs"
 import { Config, Pipeline } from "@sluice/core"
 import { S3Config } from "@sluice/adapter-s3"
+import { KafkaConfig } from "@sluice/adapter-kafka"
 import { AdaptiveBatch, DeliveryRate, SharedPressure, Throttle } from "@sluice/policies"
 import type { Composition } from "@sluice/policies"
 import { Effect } from "effect"
@@ -32,6 +33,13 @@ export interface Settings {
     readonly shared: SharedPressure.SharedPressureConfig
     readonly batch: AdaptiveBatch.AdaptiveBatchConfig
   }
+  /**
+   * The consumer group's settings but its id and the instance id, as written
+   * (`KafkaConfig.GroupMode`: `sessionTimeout`, `heartbeatInterval`,
+   * `rebalanceTimeout`; checked at load). The instance id is per instance:
+   * the command line's `--instance-id`.
+   */
+  readonly group: Omit<KafkaConfig.GroupModeInput, "kind" | "groupId" | "instanceId">
   /** The S3 sink's settings as written (checked against `S3Config` at load; the sink decodes them again with its bucket). */
   readonly s3: SinkSettings
   /**
@@ -41,7 +49,11 @@ export interface Settings {
   readonly concurrencyFloor: number
 }
 
-const KEYS = ["pipeline", "policies", "s3"]
+const KEYS = ["pipeline", "policies", "group", "s3"]
+/** The group's keys a settings file may set (the id comes from the command line, the instance id too). */
+const GROUP_KEYS = ["sessionTimeout", "heartbeatInterval", "rebalanceTimeout"]
+/** A group id that passes `GroupMode`'s check, to decode the file's `group` part before the real id is known. */
+const PLACEHOLDER_GROUP = "settings-check"
 /** The sink's keys the command line and environment set, not the settings file. */
 const S3_FIXED = ["bucket", "endpoint", "region", "credentials", "forcePathStyle", "checksumAlgorithm"]
 /** A bucket name that passes `S3Config`'s check, to decode the file's `s3` part before the real bucket is known. */
@@ -70,6 +82,8 @@ export const decode = (data: unknown): Effect.Effect<Settings, Config.ConfigErro
     const throttle: unknown = policies["throttle"] ?? {}
     const shared: unknown = policies["shared"] ?? {}
     const batch: unknown = policies["batch"] ?? {}
+    const group = yield* record("settings.group", top["group"], GROUP_KEYS)
+    yield* Config.decode("group", KafkaConfig.GroupMode, { ...group, kind: "group", groupId: PLACEHOLDER_GROUP })
     const s3 = yield* record("settings.s3", top["s3"], Object.keys(S3Config.S3Config.fields).filter((k) => !S3_FIXED.includes(k)))
     yield* S3Config.decode({ ...s3, bucket: PLACEHOLDER_BUCKET })
     const decoded = {
@@ -81,7 +95,7 @@ export const decode = (data: unknown): Effect.Effect<Settings, Config.ConfigErro
         batch: yield* Config.decode("batch", AdaptiveBatch.AdaptiveBatchConfig, batch)
       }
     }
-    return { ...decoded, s3: s3 as SinkSettings, concurrencyFloor: Math.min(decoded.policies.deliveryRate.floor, decoded.policies.throttle.floor) }
+    return { ...decoded, group: group as Settings["group"], s3: s3 as SinkSettings, concurrencyFloor: Math.min(decoded.policies.deliveryRate.floor, decoded.policies.throttle.floor) }
   })
 
 /** Reads and decodes a settings file. */

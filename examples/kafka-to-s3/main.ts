@@ -7,7 +7,7 @@
  * set -a; . .services/kafka.env; . .services/s3.env; set +a   # SLUICE_KAFKA_BROKERS, SLUICE_S3_*
  * node --conditions=@sluice/source examples/kafka-to-s3/main.ts <topic> <bucket> \
  *   [--config examples/kafka-to-s3/archiver.json] [--prometheus-port 9464] [--prometheus-host 127.0.0.1] \
- *   [--name <pipeline>] [--group <consumer group>] [--until-committed N] [--max-seconds S] \
+ *   [--name <pipeline>] [--group <consumer group>] [--instance-id <id>] [--until-committed N] [--max-seconds S] \
  *   [--drain-seconds 30] [--progress-seconds 5] [--linger-seconds 0] [--print-metrics] \
  *   [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
  * ```
@@ -34,6 +34,7 @@ const USAGE = `usage: node --conditions=@sluice/source examples/kafka-to-s3/main
   --prometheus-port PORT    its port (default 9464; 0 = any free port)
   --name NAME               sluice.pipeline label (default <topic>-archiver)
   --group ID                consumer group (default <topic>-archiver)
+  --instance-id ID          static group membership: this instance's id, the same across its restarts (default: none)
   --until-committed N       drain and exit once N records are committed
   --max-seconds S           drain and exit after S seconds
   --drain-seconds S         drain deadline (default 30)
@@ -74,6 +75,7 @@ const parse = () => {
       "prometheus-port": { type: "string" },
       name: { type: "string" },
       group: { type: "string" },
+      "instance-id": { type: "string" },
       "until-committed": { type: "string" },
       "max-seconds": { type: "string" },
       "drain-seconds": { type: "string" },
@@ -120,6 +122,7 @@ const parse = () => {
     prometheus: { host: values["prometheus-host"] ?? "127.0.0.1", port },
     name: values.name ?? `${topic}-archiver`,
     groupId: values.group ?? `${topic}-archiver`,
+    instanceId: values["instance-id"],
     untilCommitted: number("--until-committed", values["until-committed"]),
     maxSeconds: number("--max-seconds", values["max-seconds"]),
     drainSeconds: number("--drain-seconds", values["drain-seconds"], 30) ?? 30,
@@ -150,6 +153,7 @@ const main = (args: NonNullable<ReturnType<typeof parse>>) =>
       brokers: args.brokers,
       topic: args.topic,
       groupId: args.groupId,
+      group: { ...settings.group, ...(args.instanceId === undefined ? {} : { instanceId: args.instanceId }) },
       s3: args.s3,
       name: args.name,
       settings,

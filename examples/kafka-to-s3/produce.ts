@@ -47,18 +47,26 @@ export const createBucket = async (services: Services, bucket: string): Promise<
  * Creates `topic` with `partitions` partitions and appends `records` records
  * (idempotent producer; each request carries ≤ 512 KiB per partition, below
  * the broker's 1 MiB `message.max.bytes`); returns every partition's end
- * offset, checked against what was sent.
+ * offset, checked against what was sent. With `appendAfter` (the end offsets
+ * a previous call returned) the topic exists and the records continue it:
+ * each record's `offset` field is its offset in the partition.
  */
 export const produce = async (
   services: Services,
   topic: string,
-  options: { readonly records: number; readonly partitions: number; readonly recordBytes: number }
+  options: {
+    readonly records: number
+    readonly partitions: number
+    readonly recordBytes: number
+    readonly appendAfter?: ReadonlyArray<number> | undefined
+  }
 ): Promise<Array<number>> => {
   const { records, partitions, recordBytes } = options
+  const base = (p: number) => options.appendAfter?.[p] ?? 0
   const admin = new Admin({ clientId: "kafka-to-s3-example-admin", bootstrapBrokers: [...services.brokers] })
   const producer = new Producer({ clientId: "kafka-to-s3-example-producer", bootstrapBrokers: [...services.brokers], idempotent: true, retries: 3 })
   try {
-    await admin.createTopics({ topics: [topic], partitions, replicas: 1 })
+    if (options.appendAfter === undefined) await admin.createTopics({ topics: [topic], partitions, replicas: 1 })
     const header = new Map([[Buffer.from("source"), Buffer.from("kafka-to-s3-example")]])
     const perPartition = Array.from({ length: partitions }, (_, p) => recordsIn(records, partitions, p))
     const longest = Math.max(0, ...perPartition)
@@ -69,9 +77,10 @@ export const produce = async (
         const end = Math.min(perPartition[p] ?? 0, from + step)
         for (let o = from; o < end; o++) {
           const value = Buffer.alloc(recordBytes, " ")
-          value.write(`{"partition":${p},"offset":${o},"amount":${(o * 7919) % 10_000},"note":"`, 0, "latin1")
+          const offset = base(p) + o
+          value.write(`{"partition":${p},"offset":${offset},"amount":${(offset * 7919) % 10_000},"note":"`, 0, "latin1")
           value.write(`"}`, Math.max(0, recordBytes - 2), "latin1")
-          messages.push({ topic, partition: p, key: Buffer.from(`order-${p}-${o}`), value, headers: header })
+          messages.push({ topic, partition: p, key: Buffer.from(`order-${p}-${offset}`), value, headers: header })
         }
       }
       if (messages.length > 0) await producer.send({ messages })
@@ -82,7 +91,8 @@ export const produce = async (
     const ends = new Array<number>(partitions).fill(-1)
     for (const t of answer) for (const p of t.partitions) ends[p.partitionIndex] = Number(p.offset)
     ends.forEach((end, p) => {
-      if (end !== perPartition[p]) throw new Error(`topic ${topic} partition ${p}: end offset ${end}, produced ${perPartition[p]}`)
+      const expected = base(p) + (perPartition[p] ?? 0)
+      if (end !== expected) throw new Error(`topic ${topic} partition ${p}: end offset ${end}, expected ${expected} (${perPartition[p]} produced after ${base(p)})`)
     })
     return ends
   } finally {

@@ -1,10 +1,23 @@
 /**
  * Restart recovery (issue 13, hypothesis 3: "recovery time after a restart
- * degrades with the backlog"). For each backlog size N: a fresh topic holds N
- * records (150 B, 8 partitions); the Kafka → S3 archiver
+ * degrades with the backlog"; issue 30: restarts that do not wait out the
+ * session timeout). For each backlog size N and each restart mode: a fresh
+ * topic holds N records (150 B, 8 partitions); the Kafka → S3 archiver
  * (`examples/kafka-to-s3/main.ts`, a child process) starts on it and is
- * SIGKILLed once a quarter of them is committed — mid-run, uploads in flight —
- * then restarted on the same consumer group. So that the kill lands mid-way
+ * stopped once a quarter of them is committed, then restarted on the same
+ * consumer group. The modes (`--modes`):
+ *
+ * - `term`: SIGTERM — the archiver drains (its uploads in flight finish and
+ *   commit everything it has read, which at these backlogs is all of them)
+ *   and its source closes, leaving the group; then the rest of the backlog
+ *   (all but the kill fraction) is produced, as records that arrive during
+ *   the restart;
+ * - `kill-static`: SIGKILL — mid-run, uploads in flight — with static
+ *   membership: both runs with the same `--instance-id`, so the restart
+ *   rejoins as the member it replaces;
+ * - `kill`: SIGKILL without an instance id: the dead member stays in the
+ *   group until the broker's session timeout expires it.
+ * So that the kill lands mid-way
  * whatever the machine's speed, the first run commits in small steps: batches
  * of a twentieth of the backlog, at most 4 uploads started per second
  * (`archiver.json` with `pipeline.rate` 4 and the batch record targets set;
@@ -16,7 +29,7 @@
  * at the restart. The restarted process is then stopped with SIGTERM (it
  * drains).
  *
- *   npm run recovery [-- --backlogs 50000,100000,200000,400000] [--json]
+ *   npm run recovery [-- --backlogs 50000,100000,200000,400000] [--modes term,kill-static,kill] [--json]
  *
  * Writes `reports/recovery-<time>/` (`recovery.svg`, `result.json`,
  * `summary.md`); with `--json` the last stdout line is the result. Every wait
@@ -32,13 +45,18 @@ import { createBucket, produce } from "../kafka-to-s3/produce.ts"
 import { committedOffsets, committedRecords, exited, servicesFromEnv, sleep } from "./KillRuns.ts"
 import * as Svg from "./Svg.ts"
 
-const usage = "usage: npm run recovery -- [--backlogs 50000,100000,200000,400000] [--kill-fraction 0.25] [--timeout-seconds 300] [--json]"
+/** How the first run is stopped, and whether both runs are one static member. */
+const MODES = ["term", "kill-static", "kill"] as const
+type Mode = (typeof MODES)[number]
+
+const usage = `usage: npm run recovery -- [--backlogs 50000,100000,200000,400000] [--modes ${MODES.join(",")}] [--kill-fraction 0.25] [--timeout-seconds 300] [--json]`
 
 const options = (() => {
   try {
     const { values } = parseArgs({
       options: {
         backlogs: { type: "string", default: "50000,100000,200000,400000" },
+        modes: { type: "string", default: MODES.join(",") },
         "kill-fraction": { type: "string", default: "0.25" },
         "timeout-seconds": { type: "string", default: "300" },
         json: { type: "boolean", default: false },
@@ -52,11 +70,14 @@ const options = (() => {
     const backlogs = values.backlogs.split(",").map((b) => Number(b.trim()))
     const bad = backlogs.find((b) => !Number.isInteger(b) || b < 1000 || b > 10_000_000)
     if (bad !== undefined) throw new Error(`--backlogs: each must be a whole number of records in [1000, 10000000], got ${bad}`)
+    const modes = values.modes.split(",").map((m) => m.trim())
+    const badMode = modes.find((m) => !(MODES as ReadonlyArray<string>).includes(m))
+    if (badMode !== undefined || modes.length === 0) throw new Error(`--modes: each one of ${MODES.join(", ")}, got ${JSON.stringify(badMode ?? "")}`)
     const killFraction = Number(values["kill-fraction"])
     if (!(killFraction > 0 && killFraction < 1)) throw new Error(`--kill-fraction: expected a number in (0, 1), got ${values["kill-fraction"]}`)
     const timeoutSeconds = Number(values["timeout-seconds"])
     if (!(timeoutSeconds >= 10 && timeoutSeconds <= 3600)) throw new Error(`--timeout-seconds: expected 10..3600, got ${values["timeout-seconds"]}`)
-    return { backlogs, killFraction, timeoutMillis: timeoutSeconds * 1000, json: values.json }
+    return { backlogs, modes: modes as ReadonlyArray<Mode>, killFraction, timeoutMillis: timeoutSeconds * 1000, json: values.json }
   } catch (error) {
     console.error(`recovery: ${error instanceof Error ? error.message : String(error)}\n${usage}`)
     return process.exit(2)
@@ -102,11 +123,25 @@ interface Archiver {
   readonly tail: () => string
 }
 
-/** Starts the archiver on `topic` (its own metrics port, bounded in time); the tail of its stderr is kept. */
-const archiver = (topic: string, bucket: string, group: string, maxSeconds: number, config: string): Archiver => {
+/** Starts the archiver on `topic` (its own metrics port, bounded in time; a static member when `instanceId` is given); the tail of its stderr is kept. */
+const archiver = (topic: string, bucket: string, group: string, maxSeconds: number, config: string, instanceId: string | undefined): Archiver => {
   const child = spawn(
     process.execPath,
-    ["--conditions=@sluice/source", "examples/kafka-to-s3/main.ts", topic, bucket, "--group", group, "--config", config, "--prometheus-port", "0", "--max-seconds", String(maxSeconds)],
+    [
+      "--conditions=@sluice/source",
+      "examples/kafka-to-s3/main.ts",
+      topic,
+      bucket,
+      "--group",
+      group,
+      "--config",
+      config,
+      "--prometheus-port",
+      "0",
+      "--max-seconds",
+      String(maxSeconds),
+      ...(instanceId === undefined ? [] : ["--instance-id", instanceId])
+    ],
     { stdio: ["ignore", "pipe", "pipe"], env: process.env }
   )
   let tail = ""
@@ -153,10 +188,48 @@ const until = async (
   }
 }
 
+/** The id of the group's one member (undefined: none, or several). */
+const onlyMember = async (admin: Admin, group: string): Promise<string | undefined> => {
+  const described = (await admin.describeGroups({ groups: [group] })).get(group)
+  const members = [...(described?.members.values() ?? [])]
+  return members.length === 1 ? members[0]?.id : undefined
+}
+
+/**
+ * Polls the group's description until it is `STABLE` with one member, not
+ * `previous`, that holds all `partitions` partitions; returns the ms from
+ * `started`, or null on timeout. Throws `ArchiverExited` as `until` does.
+ */
+const settledOnNewMember = async (
+  admin: Admin,
+  group: string,
+  previous: string | undefined,
+  started: number,
+  timeoutMillis: number,
+  running: Archiver
+): Promise<number | null> => {
+  for (;;) {
+    const described = await admin.describeGroups({ groups: [group] }).then((m) => m.get(group), () => undefined)
+    const members = [...(described?.members.values() ?? [])]
+    const member = members[0]
+    const held = member?.assignments === undefined ? 0 : [...member.assignments.values()].reduce((n, a) => n + a.partitions.length, 0)
+    if (String(described?.state).toUpperCase() === "STABLE" && members.length === 1 && member !== undefined && member.id !== previous && held === partitions) {
+      return Date.now() - started
+    }
+    const { exitCode, signalCode } = running.child
+    if (exitCode !== null || signalCode !== null) throw new ArchiverExited(group, exitCode, signalCode, running.tail())
+    if (Date.now() - started > timeoutMillis) return null
+    await sleep(50)
+  }
+}
+
 interface Row {
+  readonly mode: Mode
   readonly backlog: number
   readonly committedAtKill: number
   readonly backlogAtRestart: number
+  /** From the restart until the group is stable with the restarted member alone, holding every partition (from outside: the group's description). */
+  readonly assignedSeconds: number | null
   readonly firstCommitSeconds: number | null
   readonly caughtUpSeconds: number | null
   readonly drainExit: number | null
@@ -169,49 +242,67 @@ const admin = new Admin({ clientId: "sluice-recovery", bootstrapBrokers: [...bro
 const id = `${process.pid}-${Date.now().toString(36)}`
 try {
   for (const backlog of options.backlogs) {
-    const topic = `recovery-${id}-${backlog}`
-    const bucket = `recovery-${id}-${backlog}`.toLowerCase()
-    const group = `${topic}-archiver`
-    await createBucket(services, bucket)
-    log(`${topic}: producing ${backlog} records`)
-    await produce(services, topic, { records: backlog, partitions, recordBytes: 150 })
-    const maxSeconds = Math.ceil(options.timeoutMillis / 1000)
+    for (const mode of options.modes) {
+      const topic = `recovery-${id}-${backlog}-${mode}`
+      const bucket = topic.toLowerCase()
+      const group = `${topic}-archiver`
+      const instanceId = mode === "kill-static" ? `${topic}-instance-0` : undefined
+      await createBucket(services, bucket)
+      log(`${topic}: producing ${backlog} records`)
+      const ends = await produce(services, topic, { records: backlog, partitions, recordBytes: 150 })
+      let total = backlog
+      const maxSeconds = Math.ceil(options.timeoutMillis / 1000)
 
-    // 1. The first run, killed mid-way (SIGKILL: no drain, uploads in flight).
-    const first = archiver(topic, bucket, group, maxSeconds, pacedSettings(dir, backlog))
-    const startedFirst = Date.now()
-    const before = await until(admin, group, topic, (n) => n >= options.killFraction * backlog, startedFirst, options.timeoutMillis, first)
-    first.child.kill("SIGKILL")
-    await exited(first.child, 10_000)
-    const committedAtKill = await committed(admin, group, topic)
-    if (before === null) log(`${topic}: the first run did not commit ${options.killFraction} of the backlog in time; killed anyway`)
-    log(`${topic}: killed after ${committedAtKill} of ${backlog} committed; restarting`)
+      // 1. The first run, stopped mid-way: SIGTERM (it drains) or SIGKILL (no drain, uploads in flight).
+      const first = archiver(topic, bucket, group, maxSeconds, pacedSettings(dir, backlog), instanceId)
+      const startedFirst = Date.now()
+      const before = await until(admin, group, topic, (n) => n >= options.killFraction * backlog, startedFirst, options.timeoutMillis, first)
+      first.child.kill(mode === "term" ? "SIGTERM" : "SIGKILL")
+      const firstEnded = await exited(first.child, 60_000)
+      if (firstEnded === "timeout") {
+        first.child.kill("SIGKILL")
+        await exited(first.child, 10_000)
+        log(`${topic}: the first run did not drain within 60 s of its SIGTERM; killed`)
+      }
+      const memberBefore = await onlyMember(admin, group)
+      if (mode === "term") {
+        const more = Math.round(backlog * (1 - options.killFraction))
+        await produce(services, topic, { records: more, partitions, recordBytes: 150, appendAfter: ends })
+        total += more
+      }
+      const committedAtKill = await committed(admin, group, topic)
+      if (before === null) log(`${topic}: the first run did not commit ${options.killFraction} of the backlog in time; stopped anyway`)
+      log(`${topic}: ${mode}: stopped after ${committedAtKill} of ${backlog} committed; restarting`)
 
-    if (committedAtKill >= backlog) {
-      log(`${topic}: everything was committed before the kill (commits come a batch at a time): no backlog to recover (a failed run)`)
-      rows.push({ backlog, committedAtKill, backlogAtRestart: 0, firstCommitSeconds: null, caughtUpSeconds: null, drainExit: null })
-      continue
+      if (committedAtKill >= total) {
+        log(`${topic}: everything was committed before the stop (commits come a batch at a time): no backlog to recover (a failed run)`)
+        rows.push({ mode, backlog, committedAtKill, backlogAtRestart: 0, assignedSeconds: null, firstCommitSeconds: null, caughtUpSeconds: null, drainExit: null })
+        continue
+      }
+
+      // 2. The restart, timed from its spawn.
+      const restarted = Date.now()
+      const second = archiver(topic, bucket, group, maxSeconds, shipped, instanceId)
+      const assigned = await settledOnNewMember(admin, group, memberBefore, restarted, options.timeoutMillis, second)
+      const firstCommit = await until(admin, group, topic, (n) => n > committedAtKill, restarted, options.timeoutMillis, second)
+      const caughtUp = firstCommit === null ? null : await until(admin, group, topic, (n) => n >= total, restarted, options.timeoutMillis, second)
+      second.child.kill("SIGTERM")
+      const ended = await exited(second.child, 60_000)
+      const drainExit = ended === "timeout" ? null : ended
+      if (second.child.exitCode === null) second.child.kill("SIGKILL")
+      const row: Row = {
+        mode,
+        backlog,
+        committedAtKill,
+        backlogAtRestart: total - committedAtKill,
+        assignedSeconds: assigned === null ? null : assigned / 1000,
+        firstCommitSeconds: firstCommit === null ? null : firstCommit.elapsedMillis / 1000,
+        caughtUpSeconds: caughtUp === null ? null : caughtUp.elapsedMillis / 1000,
+        drainExit
+      }
+      rows.push(row)
+      log(`${topic}: ${mode}: backlog at restart ${row.backlogAtRestart}, assigned ${row.assignedSeconds} s, first commit ${row.firstCommitSeconds} s, caught up ${row.caughtUpSeconds} s, drain exit ${drainExit}`)
     }
-
-    // 2. The restart, timed from its spawn.
-    const restarted = Date.now()
-    const second = archiver(topic, bucket, group, maxSeconds, shipped)
-    const firstCommit = await until(admin, group, topic, (n) => n > committedAtKill, restarted, options.timeoutMillis, second)
-    const caughtUp = firstCommit === null ? null : await until(admin, group, topic, (n) => n >= backlog, restarted, options.timeoutMillis, second)
-    second.child.kill("SIGTERM")
-    const ended = await exited(second.child, 60_000)
-    const drainExit = ended === "timeout" ? null : ended
-    if (second.child.exitCode === null) second.child.kill("SIGKILL")
-    const row: Row = {
-      backlog,
-      committedAtKill,
-      backlogAtRestart: backlog - committedAtKill,
-      firstCommitSeconds: firstCommit === null ? null : firstCommit.elapsedMillis / 1000,
-      caughtUpSeconds: caughtUp === null ? null : caughtUp.elapsedMillis / 1000,
-      drainExit
-    }
-    rows.push(row)
-    log(`${topic}: backlog at restart ${row.backlogAtRestart}, first commit ${row.firstCommitSeconds} s, caught up ${row.caughtUpSeconds} s, drain exit ${drainExit}`)
   }
 } finally {
   await admin.close().catch(() => undefined)
@@ -219,40 +310,53 @@ try {
 
 // After the first commit: how long the rest of the backlog took (the part that can grow with it).
 const afterFirst = rows.map((r) => (r.caughtUpSeconds === null || r.firstCommitSeconds === null ? null : Math.round((r.caughtUpSeconds - r.firstCommitSeconds) * 1000) / 1000))
-// The report: recovery time against the backlog left at the restart.
-const x = rows.map((r) => r.backlogAtRestart / 1000)
+// The report: recovery time against the backlog left at the restart, one series per mode.
+const COLORS: Record<Mode, string> = { term: "#2ca02c", "kill-static": "#1f77b4", kill: "#d62728" }
+const backlogs = [...new Set(rows.map((r) => r.backlog))]
+const x = backlogs.map((b) => b / 1000)
+const seriesOf = (pick: (r: Row) => number | null) =>
+  options.modes.map((mode) => ({
+    name: mode,
+    color: COLORS[mode],
+    values: backlogs.map((b) => {
+      const r = rows.find((row) => row.mode === mode && row.backlog === b)
+      return r === undefined ? null : pick(r)
+    })
+  }))
 writeFileSync(
   join(dir, "recovery.svg"),
-  Svg.chart("restart recovery: seconds from the restart, by backlog left at the restart", x, [
-    {
-      title: "seconds from the restart",
-      series: [
-        { name: "first commit", color: "#1f77b4", values: rows.map((r) => r.firstCommitSeconds) },
-        { name: "caught up (lag 0)", color: "#d62728", values: rows.map((r) => r.caughtUpSeconds) },
-        { name: "first commit → caught up", color: "#2ca02c", values: afterFirst }
-      ]
-    }
-  ], "backlog at the restart (thousand records)")
+  Svg.chart("restart recovery: seconds from the restart, by backlog and restart mode", x, [
+    { title: "assigned: the restarted member holds every partition (s from the restart)", series: seriesOf((r) => r.assignedSeconds) },
+    { title: "first commit (s from the restart)", series: seriesOf((r) => r.firstCommitSeconds) },
+    { title: "caught up, lag 0 (s from the restart)", series: seriesOf((r) => r.caughtUpSeconds) }
+  ], "backlog (thousand records)")
 )
-const result = { rows, secondsFromFirstCommitToCaughtUp: afterFirst, report: dir }
+/** The slowest first commit after a restart, per mode (null: a restart that did not commit in time). */
+const firstCommitMaxSeconds = Object.fromEntries(options.modes.map((mode) => {
+  const times = rows.filter((r) => r.mode === mode).map((r) => r.firstCommitSeconds)
+  return [mode, times.some((t) => t === null) ? null : Math.max(...(times as Array<number>))]
+}))
+const result = { rows, secondsFromFirstCommitToCaughtUp: afterFirst, firstCommitMaxSeconds, report: dir }
 writeFileSync(join(dir, "result.json"), JSON.stringify(result, null, 2))
 writeFileSync(
   join(dir, "summary.md"),
   [
     "# Restart recovery",
     "",
-    `The archiver SIGKILLed once ${options.killFraction} of each backlog was committed (its first run paced: batches of a twentieth`,
-    "of the backlog, at most 4 uploads started per second, so the kill lands mid-way), then restarted on the same group with",
-    "`archiver.json` as shipped.",
+    `The archiver stopped once ${options.killFraction} of each backlog was committed (its first run paced: batches of a twentieth`,
+    "of the backlog, at most 4 uploads started per second, so the stop lands mid-way), then restarted on the same group with",
+    "`archiver.json` as shipped. Modes: `term` — SIGTERM, the archiver drains and leaves the group; `kill-static` — SIGKILL,",
+    "both runs one static member (`--instance-id`); `kill` — SIGKILL, no instance id.",
     "",
-    "| backlog | committed at the kill | backlog at restart | first commit (s) | caught up (s) | first commit → caught up (s) | drain exit |",
-    "|---:|---:|---:|---:|---:|---:|---:|",
-    ...rows.map((r, i) => `| ${r.backlog} | ${r.committedAtKill} | ${r.backlogAtRestart} | ${r.firstCommitSeconds ?? "timeout"} | ${r.caughtUpSeconds ?? "timeout"} | ${afterFirst[i] ?? "-"} | ${r.drainExit ?? "-"} |`),
+    "| mode | backlog | committed at the stop | backlog at restart | assigned (s) | first commit (s) | caught up (s) | first commit → caught up (s) | drain exit |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...rows.map((r, i) => `| ${r.mode} | ${r.backlog} | ${r.committedAtKill} | ${r.backlogAtRestart} | ${r.assignedSeconds ?? "timeout"} | ${r.firstCommitSeconds ?? "timeout"} | ${r.caughtUpSeconds ?? "timeout"} | ${afterFirst[i] ?? "-"} | ${r.drainExit ?? "-"} |`),
     "",
     "Hypothesis 3 (recovery degrades with the backlog) holds if the time to the first commit grows with the backlog, or the",
-    "catch-up rate falls as the backlog grows; a constant first-commit time and a flat rate refute it. After a SIGKILL the",
-    "dead consumer stays a member of the group until the broker's session timeout (the Kafka source's `sessionTimeout`,",
-    "30 s by default) expires it, so the restarted archiver gets its partitions only then: that wait is in every first-commit time.",
+    "catch-up rate falls as the backlog grows; a constant first-commit time and a flat rate refute it. After a SIGKILL without",
+    "an instance id the dead consumer stays a member of the group until the broker's session timeout (the Kafka source's",
+    "`sessionTimeout`, 30 s by default) expires it, so the restarted archiver gets its partitions only then: that wait is in",
+    "every `kill` first-commit time. A static member's restart replaces the dead member at once; a drained member has left.",
     ""
   ].join("\n")
 )

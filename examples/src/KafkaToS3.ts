@@ -43,6 +43,12 @@ export interface ArchiveOptions {
     /** TLS to an `https://` endpoint: `{ ca }`, the private CA its certificate chains to (PEM text; default: Node's trust store). */
     readonly tls?: S3Config.S3ConfigInput["tls"] | undefined
   }
+  /**
+   * The consumer group's settings but its id (`KafkaConfig.GroupMode`:
+   * `instanceId` for static membership, `sessionTimeout`, …; default: the
+   * source's). Used in group mode (`follow`) only.
+   */
+  readonly group?: Omit<KafkaConfig.GroupModeInput, "kind" | "groupId"> | undefined
   /** Run as a service (group mode, read forever) until `stop` completes, then drain. */
   readonly follow?: { readonly stop: Effect.Effect<void>; readonly drainDeadline?: Duration.Input } | undefined
   /** Where the pipeline's metrics go (default: the global meter provider). */
@@ -96,7 +102,9 @@ export const start = (options: ArchiveOptions) =>
     const source = yield* KafkaSource.make({
       brokers: options.brokers,
       topic: options.topic,
-      mode: options.follow === undefined ? { kind: "assign", groupId: options.groupId } : { kind: "group", groupId: options.groupId },
+      mode: options.follow === undefined
+        ? { kind: "assign", groupId: options.groupId }
+        : { ...options.group, kind: "group", groupId: options.groupId },
       until: options.follow === undefined ? "caught-up" : "forever",
       retentionGap: "record-and-continue",
       ...(options.tls === undefined ? {} : { tls: options.tls }),

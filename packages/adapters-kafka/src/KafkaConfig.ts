@@ -44,12 +44,27 @@ export const AssignMode = Schema.Struct({
  * | `sessionTimeout` | 30 seconds | the broker drops a member silent for this long |
  * | `heartbeatInterval` | 1 second | also how fast a member notices a rebalance |
  * | `rebalanceTimeout` | 60 seconds | how long the group waits for members to rejoin |
+ * | `instanceId` | none | static membership (`group.instance.id`, KIP-345): one id per archiver instance, stable across its restarts |
+ *
+ * Restarts. A member that drains (SIGTERM) leaves the group when its source
+ * closes, so the group rebalances at once. A member that is killed stays in
+ * the group until `sessionTimeout` expires it, and its partitions are read by
+ * nobody until then: with no `instanceId`, a restart after a crash waits out
+ * the session timeout. With an `instanceId`, the restarted member rejoins as
+ * the member it replaces and gets that member's partitions back at once, with
+ * no rebalance of the others. The trade-off of `sessionTimeout`: shorter
+ * expires a dead member sooner, but a member whose heartbeats stall that long
+ * (a long GC pause, a saturated event loop) is expired too and its partitions
+ * move (two rebalances, and the open batches of those partitions archived
+ * twice). Two live instances must never share an `instanceId`: the broker
+ * fences the older one (`FENCED_INSTANCE_ID`), which then fails.
  *
  * @since 0.1.0
  */
 export const GroupMode = Schema.Struct({
   kind: Schema.Literal("group"),
   groupId: Schema.NonEmptyString,
+  instanceId: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^\S+$/, { expected: "an id without whitespace" }))),
   sessionTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("30 seconds"))),
   heartbeatInterval: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("1 second"))),
   rebalanceTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("60 seconds")))
@@ -165,6 +180,14 @@ export type KafkaConfig = typeof KafkaConfig.Type
  * @since 0.2.0
  */
 export type KafkaConfigInput = CoreConfig.Input<typeof KafkaConfig>
+
+/**
+ * The group mode as a caller writes it (`KafkaConfigInput["mode"]`'s group
+ * member).
+ *
+ * @since 0.4.0
+ */
+export type GroupModeInput = CoreConfig.Input<typeof GroupMode>
 
 /**
  * Decodes plain config data; fails with a core `ConfigError` naming the field.

@@ -41,6 +41,11 @@ describe("KafkaConfig", () => {
     expect(messageOf({ ...base, fetch: { maxWait: "soon" } })).toMatch(/ConfigError: .*\["fetch"\]\["maxWait"\]/s)
     expect(messageOf({ ...base, tls: { ca: 1 } })).toMatch(/ConfigError: .*\["tls"\]\["ca"\]/s)
     expect(messageOf({ ...base, topics: ["x"] })).toMatch(/ConfigError: .*\["topics"\]/s)
+    expect(messageOf({ ...base, mode: { kind: "group", groupId: "g", instanceId: "archiver 0" } })).toMatch(
+      /ConfigError: .*an id without whitespace.*\["mode"\]\["instanceId"\]/s
+    )
+    expect(messageOf({ ...base, mode: { kind: "group", groupId: "g", instanceId: "" } })).toMatch(/ConfigError: .*\["mode"\]/s)
+    expect(messageOf({ ...base, mode: { kind: "group", groupId: "g", instanceId: "archiver-0" } })).toBe("ok")
   })
 
   it("accepts assign mode with start offsets, TLS and SASL", () => {

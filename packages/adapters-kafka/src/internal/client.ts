@@ -157,7 +157,8 @@ export const makeConsumer = (config: KafkaConfig): KafkaConsumer => {
       ? {
         sessionTimeout: config.mode.sessionTimeout,
         heartbeatInterval: config.mode.heartbeatInterval,
-        rebalanceTimeout: config.mode.rebalanceTimeout
+        rebalanceTimeout: config.mode.rebalanceTimeout,
+        ...(config.mode.instanceId !== undefined ? { groupInstanceId: config.mode.instanceId } : {})
       }
       : {})
   }

@@ -1,0 +1,142 @@
+/**
+ * Restarts of a group member against the real broker, each member in its own
+ * process (`fixtures/group-member.ts`) so that a crash is a real SIGKILL:
+ *
+ * - a member that drains (SIGTERM) leaves the group as its source closes: the
+ *   next member gets every partition at once, not after the session timeout;
+ * - a killed member with static membership (`instanceId`) is replaced by its
+ *   restart at once;
+ * - without an instance id the killed member holds its partitions until the
+ *   session timeout expires it (the wait the two above remove).
+ *
+ * Timed from outside: from the restart's spawn until the process reports
+ * every partition owned, and the group's description (admin API) shows it
+ * stable with that one member holding them all.
+ */
+import { spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { closeClients, createTopic, getAdmin, requireBroker, sleep, topicName } from "./support.ts"
+
+afterAll(closeClients)
+
+/** The broker expires a silent member after this long (its `group.min.session.timeout.ms` is 6 s). */
+const SESSION_TIMEOUT_MS = 12_000
+/**
+ * A restart that does not wait for the session timeout owns its partitions
+ * within this long of its spawn: the process's start (~1.5 s of module
+ * loading on this machine) and one join, with room for a loaded machine;
+ * half the session timeout, so a restart that waits it out cannot pass.
+ */
+const PROMPT_MS = SESSION_TIMEOUT_MS / 2
+const PARTITIONS = 4
+const fixture = fileURLToPath(new URL("./fixtures/group-member.ts", import.meta.url))
+
+interface Member {
+  readonly child: ChildProcess
+  /** The partitions it reported owning last. */
+  owned: ReadonlyArray<number>
+  stderr: string
+}
+
+const running = new Set<ChildProcess>()
+afterEach(() => {
+  for (const child of running) child.kill("SIGKILL")
+  running.clear()
+})
+
+const startMember = (topic: string, group: string, instanceId?: string): Member => {
+  const child = spawn(
+    process.execPath,
+    ["--conditions=@sluice/source", fixture, topic, group, String(SESSION_TIMEOUT_MS), ...(instanceId === undefined ? [] : [instanceId])],
+    { stdio: ["ignore", "pipe", "pipe"], env: process.env }
+  )
+  running.add(child)
+  const member: Member = { child, owned: [], stderr: "" }
+  let line = ""
+  child.stdout?.on("data", (chunk: Buffer) => {
+    const lines = (line + chunk.toString("utf8")).split("\n")
+    line = lines.pop() ?? ""
+    const last = lines.at(-1)
+    if (last !== undefined && last !== "") member.owned = (JSON.parse(last) as { owned: ReadonlyArray<number> }).owned
+  })
+  child.stderr?.on("data", (chunk: Buffer) => {
+    member.stderr = (member.stderr + chunk.toString("utf8")).slice(-4096)
+  })
+  return member
+}
+
+const exited = (child: ChildProcess): Promise<number | null> =>
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve(child.exitCode)
+    : new Promise((resolve) => child.once("exit", (code) => resolve(code)))
+
+/** Ms from `since` until `member` owns every partition; fails after `limitMs` or if it exits. */
+const ownsAll = async (member: Member, since: number, limitMs: number): Promise<number> => {
+  for (;;) {
+    if (member.owned.length === PARTITIONS) return Date.now() - since
+    if (member.child.exitCode !== null) throw new Error(`the member exited (${member.child.exitCode}): ${member.stderr}`)
+    if (Date.now() - since > limitMs) throw new Error(`the member owned ${JSON.stringify(member.owned)} after ${limitMs} ms: ${member.stderr}`)
+    await sleep(25)
+  }
+}
+
+/** The group, from outside: its state, and each member's instance id and partition count. */
+const describeGroup = async (group: string) => {
+  const described = (await getAdmin().describeGroups({ groups: [group] })).get(group)
+  const members = [...(described?.members.values() ?? [])].map((m) => ({
+    instanceId: m.groupInstanceId,
+    partitions: [...(m.assignments?.values() ?? [])].reduce((n, a) => n + a.partitions.length, 0)
+  }))
+  return { state: String(described?.state).toUpperCase(), members }
+}
+
+/** One restart: the first member owns everything, is stopped with `signal`, and a second starts at once. */
+const restart = async (label: string, signal: "SIGTERM" | "SIGKILL", instanceId: string | undefined) => {
+  await requireBroker()
+  const topic = topicName(label)
+  await createTopic(topic, PARTITIONS)
+  const group = `${topic}-g`
+  const first = startMember(topic, group, instanceId)
+  await ownsAll(first, Date.now(), 30_000)
+  first.child.kill(signal)
+  const code = await exited(first.child)
+  const spawned = Date.now()
+  const second = startMember(topic, group, instanceId)
+  const ownedAfterMs = await ownsAll(second, spawned, SESSION_TIMEOUT_MS * 3)
+  return { code, ownedAfterMs, second, group }
+}
+
+describe("restarts of a group member", { timeout: 120_000 }, () => {
+  it("SIGTERM: the drained member left the group, so the next one owns every partition at once", async () => {
+    const { code, ownedAfterMs, group } = await restart("restart-term", "SIGTERM", undefined)
+    expect(code).toBe(0)
+    expect(ownedAfterMs).toBeLessThan(PROMPT_MS)
+    const seen = await describeGroup(group)
+    expect(seen.state).toBe("STABLE")
+    expect(seen.members).toEqual([{ instanceId: null, partitions: PARTITIONS }])
+  })
+
+  it("SIGKILL with static membership: the restart replaces the dead member at once", async () => {
+    const { ownedAfterMs, group } = await restart("restart-static", "SIGKILL", "archiver-0")
+    expect(ownedAfterMs).toBeLessThan(PROMPT_MS)
+    const seen = await describeGroup(group)
+    expect(seen.state).toBe("STABLE")
+    expect(seen.members).toEqual([{ instanceId: "archiver-0", partitions: PARTITIONS }])
+  })
+
+  it("SIGTERM with static membership: the drained static member left, and its restart owns every partition at once", async () => {
+    const { code, ownedAfterMs, group } = await restart("restart-static-term", "SIGTERM", "archiver-0")
+    expect(code).toBe(0)
+    expect(ownedAfterMs).toBeLessThan(PROMPT_MS)
+    const seen = await describeGroup(group)
+    expect(seen.members).toEqual([{ instanceId: "archiver-0", partitions: PARTITIONS }])
+  })
+
+  it("SIGKILL without an instance id: the restart waits until the session timeout expires the dead member", async () => {
+    const { ownedAfterMs } = await restart("restart-kill", "SIGKILL", undefined)
+    // The dead member's last heartbeat came at most one heartbeat interval (500 ms) before the kill.
+    expect(ownedAfterMs).toBeGreaterThan(SESSION_TIMEOUT_MS - 1000)
+  })
+})
