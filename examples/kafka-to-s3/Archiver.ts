@@ -17,8 +17,14 @@
  *   it;
  * - publishes two settings the alerts compare against (meter
  *   `@sluice/examples`): `sluice.config.memory_budget` (By) and
- *   `sluice.config.concurrency_floor` ({request}), with the pipeline's identity.
+ *   `sluice.config.concurrency_floor` ({request}), with the pipeline's identity;
+ * - publishes the consumer group as this member sees it (same meter):
+ *   `sluice.kafka.partitions.owned` ({partition}, the partitions it owns now),
+ *   `sluice.kafka.topic.partitions` ({partition}, the topic's count) and
+ *   `sluice.kafka.rebalances` ({rebalance}, a counter): summed over a group's
+ *   members, owned below the topic's count means partitions nobody reads.
  */
+import type { KafkaSource } from "@sluice/adapter-kafka"
 import { Metrics } from "@sluice/core"
 import type { Pipeline } from "@sluice/core"
 import { Duration, Effect, Schedule } from "effect"
@@ -87,6 +93,18 @@ const publishSettings = (provider: MeterProvider, identity: Metrics.Identity, bu
     .record(floor, attributes)
 }
 
+/** Publishes the group as `source` sees it: partitions owned, the topic's partitions, rebalances. */
+const publishGroup = (provider: MeterProvider, identity: Metrics.Identity, source: KafkaSource.KafkaSource): void => {
+  const meter = provider.getMeter(exampleScope)
+  const attributes = { [Metrics.Attribute.pipeline]: identity.pipeline, [Metrics.Attribute.topic]: identity.topic }
+  meter.createObservableGauge("sluice.kafka.partitions.owned", { unit: "{partition}", description: "Partitions this member owns now" })
+    .addCallback((result) => result.observe(source.owned().length, attributes))
+  meter.createObservableGauge("sluice.kafka.topic.partitions", { unit: "{partition}", description: "The topic's partition count" })
+    .addCallback((result) => result.observe(source.partitionsCount, attributes))
+  meter.createObservableCounter("sluice.kafka.rebalances", { unit: "{rebalance}", description: "Group rebalances this member took part in" })
+    .addCallback((result) => result.observe(source.stats.rebalances, attributes))
+}
+
 /**
  * Runs the archiver until a stop rule fires, then drains; returns the stats
  * of the run (fails with the pipeline's error, e.g. `BatchFailed` or
@@ -107,7 +125,8 @@ export const run = (options: Options) =>
       policies: options.settings.policies,
       tls: options.tls,
       sink: options.settings.s3,
-      wrapSink: options.wrapSink
+      wrapSink: options.wrapSink,
+      onSource: (source) => publishGroup(options.meterProvider, { pipeline: options.name, topic: options.topic }, source)
     })
     // The Kafka source's name is the topic: `messaging.destination.name`.
     const identity: Metrics.Identity = { pipeline: options.name, topic: options.topic }

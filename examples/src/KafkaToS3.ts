@@ -65,6 +65,8 @@ export interface ArchiveOptions {
   readonly sink?: SinkSettings | undefined
   /** Wraps the sink before the pipeline gets it (the fault runs' kill hook, `examples/kafka-to-s3/KillHook.ts`). */
   readonly wrapSink?: ((sink: S3Sink.S3Sink) => Sink.Sink) | undefined
+  /** Called once with the Kafka source, before the pipeline starts (the example publishes its group metrics from it). */
+  readonly onSource?: ((source: KafkaSource.KafkaSource) => void) | undefined
   /** SASL to the brokers (`{ mechanism, username, password }`), as `KafkaSource` takes it (default: none). */
   readonly sasl?: KafkaConfig.KafkaConfigInput["sasl"] | undefined
 }
@@ -110,6 +112,7 @@ export const start = (options: ArchiveOptions) =>
       ...(options.tls === undefined ? {} : { tls: options.tls }),
       ...(options.sasl === undefined ? {} : { sasl: options.sasl })
     })
+    options.onSource?.(source)
     const sink = yield* S3Sink.make({
       ...options.sink,
       bucket: options.s3.bucket,

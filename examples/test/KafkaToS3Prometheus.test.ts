@@ -150,6 +150,10 @@ describe("examples/kafka-to-s3: the archiver's Prometheus endpoint", () => {
     expect(value("sluice_retention_gap_records_total")).toBe(0)
     expect(value("sluice_config_memory_budget")).toBe(settings.pipeline.memoryBudget)
     expect(value("sluice_config_concurrency_floor")).toBe(settings.concurrencyFloor)
+    // The group as the only member saw it: every partition its own, no rebalance after the first join.
+    expect(value("sluice_kafka_topic_partitions")).toBe(partitions)
+    expect(value("sluice_kafka_partitions_owned")).toBe(partitions)
+    expect(value("sluice_kafka_rebalances_total")).toBeLessThanOrEqual(1)
     expect(sluice.filter((s) => s.name === "sluice_source_lag").map((s) => s.labels["messaging_destination_partition_id"]).sort()).toEqual(["0", "1", "2"])
     expect(after).toContain("# TYPE sluice_records_committed_total counter")
     expect(after).toContain("# TYPE sluice_uncommitted_oldest_age gauge")

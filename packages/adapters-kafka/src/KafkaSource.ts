@@ -92,6 +92,13 @@ export interface KafkaSource extends Source.Source {
   readonly committed: ReadonlyMap<number, number>
   /** Partitions owned now (assigned and not revoked). */
   readonly owned: () => ReadonlyArray<number>
+  /**
+   * The topic's partition count when the source started (a group's members
+   * together own this many once the group has settled).
+   *
+   * @since 0.4.0
+   */
+  readonly partitionsCount: number
 }
 
 /**
@@ -208,7 +215,8 @@ export const make = (
       readAheadBytes: config.prefetchBytes,
       stats: ctx.stats.view,
       committed: committer.committed,
-      owned: () => [...membership.owned].sort((a, b) => a - b)
+      owned: () => [...membership.owned].sort((a, b) => a - b),
+      partitionsCount: topicMeta.partitionsCount
     }
   })
 
