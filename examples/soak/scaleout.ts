@@ -51,6 +51,7 @@ import { Admin } from "@platformatic/kafka"
 import { endOffsets } from "../bench/services.ts"
 import { createBucket } from "../kafka-to-s3/produce.ts"
 import { committedOffsets, exited, servicesFromEnv, sleep } from "./KillRuns.ts"
+import { attribute } from "./Duplicates.ts"
 import * as ProducerChild from "./ProducerChild.ts"
 import * as Svg from "./Svg.ts"
 
@@ -456,17 +457,12 @@ try {
     conflicts?: number
     overlaps?: ReadonlyArray<{ readonly partition: number; readonly from: number; readonly to: number; readonly kind: string }>
   }
-  // Every duplicated range must lie in a moved partition's uncommitted window of one step.
-  const unexplained: Array<{ readonly partition: number; readonly from: number; readonly to: number }> = []
-  let duplicates = 0
-  for (const o of report.overlaps ?? []) {
-    if (o.kind !== "duplicate") continue
-    const records = o.to - o.from + 1
-    duplicates += records
-    const owner = steps.find((s) => s.moved.includes(o.partition) && o.from >= (s.committedBefore[o.partition] ?? 0) && o.to < (s.committedAfter[o.partition] ?? 0))
-    if (owner === undefined) unexplained.push({ partition: o.partition, from: o.from, to: o.to })
-    else owner.duplicates += records
-  }
+  // Every duplicated range must lie in a moved partition's uncommitted window of one step (Duplicates.ts).
+  const duplicated = (report.overlaps ?? []).filter((o) => o.kind === "duplicate")
+  const attribution = attribute(steps, duplicated.map((o) => ({ partition: o.partition, from: o.from, to: o.to })))
+  for (const s of steps) s.duplicates = attribution.byStep.get(s.step) ?? 0
+  const duplicates = attribution.records
+  const unexplained = attribution.unexplained
   // Capacity: the whole topic again, from its start, by 1 … N instances in fresh groups.
   const capacity: Array<Record<string, unknown>> = []
   if (options.capacity) {
