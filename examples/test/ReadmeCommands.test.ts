@@ -12,8 +12,7 @@
  * The smoke forms that need the real services (Kafka, S3) take them from the
  * environment `npm test` sets (`scripts/test.sh` sources `.services/*.env`);
  * without them they fail, never skip. The slowest smokes take 30–50 s here:
- * `npm run recovery` (one restart, which waits out the killed member's 30 s
- * session timeout), `npm run bench:e2e` and `npm run bench -w
+ * `npm run bench:e2e` and `npm run bench -w
  * @sluice/adapter-s3`. The full-size runs stay by hand (minutes).
  */
 import { spawnSync } from "node:child_process"
@@ -160,10 +159,10 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
   },
   { command: "npm run bench -w @sluice/adapter-s3", smoke: "SLUICE_BENCH_SECONDS=1 npm run bench -w @sluice/adapter-s3", output: /total [\d.]+ s/ },
   {
-    // One restart: it waits out the killed member's 30 s session timeout.
-    command: "npm run recovery -- --backlogs 50000,100000,200000,400000 --json",
-    smoke: "npm run recovery -- --backlogs 1000 --json",
-    output: /"backlog":1000,"committedAtKill":\d+,"backlogAtRestart":\d+,"firstCommitSeconds":[\d.]+,"caughtUpSeconds":[\d.]+,"drainExit":0/
+    // Two restarts, a drained one and a killed static member's (the `kill` mode waits out the 30 s session timeout: by hand).
+    command: "npm run recovery -- --backlogs 50000,200000,800000 --modes term,kill-static,kill --json",
+    smoke: "npm run recovery -- --backlogs 1000 --modes term,kill-static --json",
+    output: /"mode":"kill-static","backlog":1000,"committedAtKill":\d+,"backlogAtRestart":\d+,"assignedSeconds":[\d.]+,"firstCommitSeconds":[\d.]+,"caughtUpSeconds":[\d.]+,"drainExit":0/
   }
 ]
 
@@ -171,6 +170,7 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
 const elsewhere: Record<string, string> = {
   "npm ci && npm start": ".ci/run installs; the demo's smoke is `npm start -- --quiet` below",
   "npm test": ".ci/run",
+  "npm run scaleout -- --instances 3 --json": "examples/test/Scaleout.test.ts runs its smoke (2 instances, 6 partitions, 2 s holds, no capacity runs)",
   "npm ci": ".ci/run",
   "npm run build": ".ci/run (scripts/test.sh builds first)",
   "npm ci && npm run build": ".ci/run",
