@@ -3,7 +3,10 @@
  * "Which versions to accept"), checked on the packages as they are: no `@since` tag
  * above its package's version, and every peer range on a `@sluice/*` package
  * `>=X <1` with X no newer than that package (a `^0.x` range would refuse the
- * next minor release).
+ * next minor release). And the changelog kept with changesets
+ * (`.changeset/README.md`): every package ships a `CHANGELOG.md` whose newest
+ * section is its version, the five are released at one version, and every
+ * pending changeset names only those packages with a bump changesets knows.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { readdirSync, readFileSync, statSync } from "node:fs"
@@ -16,6 +19,7 @@ const packageDirs = readdirSync(join(root, "packages")).map((d) => join(root, "p
 interface Manifest {
   readonly name: string
   readonly version: string
+  readonly files?: ReadonlyArray<string>
   readonly peerDependencies?: Readonly<Record<string, string>>
 }
 const manifestOf = (dir: string): Manifest => JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Manifest
@@ -46,6 +50,12 @@ describe("versions", () => {
       )
       expect(above).toEqual([])
     })
+    it(`${manifest.name}: ships CHANGELOG.md, its newest section ${manifest.version}`, () => {
+      expect(manifest.files ?? []).toContain("CHANGELOG.md")
+      const changelog = readFileSync(join(dir, "CHANGELOG.md"), "utf8")
+      expect(changelog.startsWith(`# ${manifest.name}\n`)).toBe(true)
+      expect(/^## (\S+)$/m.exec(changelog)?.[1]).toBe(manifest.version)
+    })
     it(`${manifest.name}: peer ranges on @sluice/* are >=X <1, X no newer than the package`, () => {
       const wrong = Object.entries(manifest.peerDependencies ?? {})
         .filter(([name]) => name.startsWith("@sluice/"))
@@ -58,4 +68,25 @@ describe("versions", () => {
       expect(wrong).toEqual([])
     })
   }
+
+  it("every package is released at one version, the changesets' `fixed` group", () => {
+    const config = JSON.parse(readFileSync(join(root, ".changeset", "config.json"), "utf8")) as { readonly fixed: ReadonlyArray<ReadonlyArray<string>> }
+    expect([...(config.fixed[0] ?? [])].sort()).toEqual([...versions.keys()].sort())
+    expect(new Set(versions.values()).size).toBe(1)
+  })
+
+  it("every pending changeset names only these packages, with major, minor or patch", () => {
+    const dir = join(root, ".changeset")
+    const wrong = readdirSync(dir)
+      .filter((f) => f.endsWith(".md") && f !== "README.md")
+      .flatMap((f) => {
+        const front = /^---\n([\s\S]*?)\n---\n\s*\S/.exec(readFileSync(join(dir, f), "utf8"))
+        if (front === null) return [`${f}: no front matter followed by a summary`]
+        return (front[1] ?? "").split("\n").filter((line) => line.trim() !== "").flatMap((line) => {
+          const m = /^"(@sluice\/[a-z0-9-]+)": (major|minor|patch)$/.exec(line.trim())
+          return m !== null && versions.has(m[1] ?? "") ? [] : [`${f}: ${line}`]
+        })
+      })
+    expect(wrong).toEqual([])
+  })
 })
