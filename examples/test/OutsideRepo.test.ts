@@ -17,7 +17,7 @@
  * attw); the tool versions are pinned below.
  */
 import { execFile } from "node:child_process"
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -115,6 +115,14 @@ describe("a policy package outside the repository, from the packed tarballs", { 
         const last = r.stdout.trim().split("\n").at(-1) ?? ""
         return { ...r, summary: JSON.parse(last) as { readonly policy: string; readonly goodputRatio: number } }
       }
+      // Plotting is optional: vega and vega-lite are not installed with the testkit, and
+      // asking for a plot says how to install them, before the run, with nothing written.
+      expect(existsSync(join(at, "node_modules", "vega")), "vega installed without being asked for").toBe(false)
+      const plot = await run("npx", ["sluice-sim", "run", "scenarios/storm-then-slower.json", "--policy", "./dist/index.js", "--plot", "out.svg"], at)
+      expect(plot.code, plot.stderr).toBe(2)
+      expect(plot.stderr).toContain("plotting needs vega and vega-lite, which @sluice/testkit does not install")
+      expect(plot.stderr).toContain("npm install --save-dev vega@^6.4.0 vega-lite@^6.5.0")
+      expect(existsSync(join(at, "out.svg"))).toBe(false)
       const alone = await sim("./dist/index.js")
       ok(alone, "sluice-sim alone (its scenario's bounds hold)")
       expect(alone.summary.policy).toBe("./dist/index.js")

@@ -3,7 +3,8 @@
  * "Which versions to accept"), checked on the packages as they are: no `@since` tag
  * above its package's version, and every peer range on a `@sluice/*` package
  * `>=X <1` with X no newer than that package (a `^0.x` range would refuse the
- * next minor release). And the changelog kept with changesets
+ * next minor release; a tag may name the version the pending changesets
+ * release). And the changelog kept with changesets
  * (`.changeset/README.md`): every package ships a `CHANGELOG.md` whose newest
  * section is its version, the five are released at one version, and every
  * pending changeset names only those packages with a bump changesets knows.
@@ -38,14 +39,35 @@ const sources = (dir: string): ReadonlyArray<string> =>
 
 const versions = new Map(packageDirs.map((d) => [manifestOf(d).name, manifestOf(d).version] as const))
 
+/** The pending changesets' bumps (`.changeset/*.md` front matter), by file. */
+const changesetDir = join(root, ".changeset")
+const pending = readdirSync(changesetDir)
+  .filter((f) => f.endsWith(".md") && f !== "README.md")
+  .map((f) => ({ file: f, text: readFileSync(join(changesetDir, f), "utf8") }))
+const bumps = pending.flatMap(({ text }) => [...text.matchAll(/^"@sluice\/[a-z0-9-]+": (major|minor|patch)$/gm)].map((m) => m[1] ?? ""))
+
+/**
+ * The version the next release gets: the packages' version bumped by the
+ * largest pending changeset (the five are one `fixed` group). What it adds is
+ * tagged `@since` that version before `changeset version` writes it into the
+ * manifests.
+ */
+const next = (version: string): string => {
+  const [major = 0, minor = 0, patch = 0] = parts(version)
+  if (bumps.includes("major")) return `${major + 1}.0.0`
+  if (bumps.includes("minor")) return `${major}.${minor + 1}.0`
+  if (bumps.includes("patch")) return `${major}.${minor}.${patch + 1}`
+  return version
+}
+
 describe("versions", () => {
   for (const dir of packageDirs) {
     const manifest = manifestOf(dir)
-    it(`${manifest.name}: no @since tag above ${manifest.version}`, () => {
+    it(`${manifest.name}: no @since tag above ${next(manifest.version)} (its version with the pending changesets)`, () => {
       const above = sources(join(dir, "src")).flatMap((file) =>
         [...readFileSync(file, "utf8").matchAll(/@since (\d+\.\d+\.\d+)/g)]
           .map((m) => m[1] ?? "")
-          .filter((v) => compare(v, manifest.version) > 0)
+          .filter((v) => compare(v, next(manifest.version)) > 0)
           .map((v) => `${file.slice(root.length)}: @since ${v}`)
       )
       expect(above).toEqual([])
@@ -76,11 +98,9 @@ describe("versions", () => {
   })
 
   it("every pending changeset names only these packages, with major, minor or patch", () => {
-    const dir = join(root, ".changeset")
-    const wrong = readdirSync(dir)
-      .filter((f) => f.endsWith(".md") && f !== "README.md")
-      .flatMap((f) => {
-        const front = /^---\n([\s\S]*?)\n---\n\s*\S/.exec(readFileSync(join(dir, f), "utf8"))
+    const wrong = pending
+      .flatMap(({ file: f, text }) => {
+        const front = /^---\n([\s\S]*?)\n---\n\s*\S/.exec(text)
         if (front === null) return [`${f}: no front matter followed by a summary`]
         return (front[1] ?? "").split("\n").filter((line) => line.trim() !== "").flatMap((line) => {
           const m = /^"(@sluice\/[a-z0-9-]+)": (major|minor|patch)$/.exec(line.trim())

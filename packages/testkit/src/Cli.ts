@@ -427,6 +427,7 @@ const runCommand = (args: Args, print: (line: string) => void, progress: (line: 
     const policy = yield* PolicySpec.resolve(spec)
     yield* prepareOut("--trace", args.trace)
     yield* prepareOut("--plot", args.plot)
+    if (args.plot !== undefined) yield* Plot.available
     progress(progressLine("running", scenario, spec))
     const cell = yield* runOne(scenario, policy)
     if (args.trace !== undefined) yield* writeOut("--trace", args.trace, Trace.toCsv(cell.trace))

@@ -13,17 +13,66 @@
  * @since 0.1.0
  */
 import { Effect, Schema } from "effect"
+// Types only (erased): the declarations this module emits do not name vega-lite.
 import type { TopLevelSpec } from "vega-lite"
 import type { Trace, TraceRow } from "./Trace.ts"
 
 /**
- * Rendering failed.
+ * Rendering failed, or the plotting libraries are not installed.
  *
  * @since 0.1.0
  */
 export class PlotError extends Schema.TaggedError<PlotError>()("PlotError", {
   message: Schema.String
 }) {}
+
+/**
+ * A Vega-Lite specification (what {@link spec} returns): JSON for any
+ * Vega-Lite 6 renderer. Typed here, not with `vega-lite`'s own types, so that
+ * the testkit's declarations do not need `vega-lite` installed.
+ *
+ * @since 0.5.0
+ */
+export type VegaLiteSpec = { readonly $schema: string } & { readonly [key: string]: unknown }
+
+/**
+ * The plotting libraries, optional peer dependencies of `@sluice/testkit`
+ * (several MB that authors who never plot need not install), with the ranges
+ * its `package.json` asks for.
+ *
+ * @since 0.5.0
+ */
+export const libraries = { vega: "^6.4.0", "vega-lite": "^6.5.0" } as const
+
+/** What to run when a plotting library is missing. */
+const installHint = `npm install --save-dev ${Object.entries(libraries).map(([name, range]) => `${name}@${range}`).join(" ")}`
+
+/** Whether `cause` says that one of the plotting libraries could not be found. */
+const isMissingLibrary = (cause: unknown): boolean => {
+  const code = typeof cause === "object" && cause !== null ? (cause as { readonly code?: unknown }).code : undefined
+  const message = cause instanceof Error ? cause.message : String(cause)
+  return (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") && Object.keys(libraries).some((name) => message.includes(`'${name}'`))
+}
+
+/** Loads vega and vega-lite; a missing one fails with a `PlotError` that says how to install them. */
+const load = Effect.tryPromise({
+  try: () => Promise.all([import("vega"), import("vega-lite")]),
+  catch: (cause) =>
+    new PlotError({
+      message: isMissingLibrary(cause)
+        ? `plotting needs vega and vega-lite, which @sluice/testkit does not install (optional peer dependencies): ${installHint}`
+        : `cannot load vega / vega-lite: ${cause instanceof Error ? cause.message : String(cause)}`
+    })
+})
+
+/**
+ * Succeeds when a plot can be drawn: vega and vega-lite load. Fails with a
+ * `PlotError` naming the command that installs them. `sluice-sim run --plot`
+ * checks it before the run, not after.
+ *
+ * @since 0.5.0
+ */
+export const available: Effect.Effect<void, PlotError> = Effect.asVoid(load)
 
 /**
  * The panels, top to bottom; each is also the panel's title in the SVG.
@@ -273,7 +322,10 @@ const maxEventLabels = 8
  *
  * @since 0.1.0
  */
-export const spec = (trace: Trace, title: string): TopLevelSpec => {
+export const spec = (trace: Trace, title: string): VegaLiteSpec => toSpec(trace, title) as unknown as VegaLiteSpec
+
+/** The specification, typed by vega-lite (a dev dependency) where it is built. */
+const toSpec = (trace: Trace, title: string): TopLevelSpec => {
   const data = points(trace)
   const intervals = shades(trace)
   const events = trace.events.map((e) => ({ t: e.at / 1000, label: e.label }))
@@ -380,13 +432,13 @@ export const spec = (trace: Trace, title: string): TopLevelSpec => {
  * @since 0.1.0
  */
 export const toSvg = (trace: Trace, title: string): Effect.Effect<string, PlotError> =>
-  Effect.tryPromise({
-    // vega and vega-lite (several MB) load only when a plot is asked for.
-    try: async () => {
-      const [vega, vl] = await Promise.all([import("vega"), import("vega-lite")])
-      const compiled = vl.compile(spec(trace, title)).spec
-      const view = new vega.View(vega.parse(compiled), { renderer: "none" })
-      return view.toSVG()
-    },
-    catch: (cause) => new PlotError({ message: cause instanceof Error ? cause.message : String(cause) })
-  })
+  // vega and vega-lite (several MB) load only when a plot is asked for.
+  Effect.flatMap(load, ([vega, vl]) =>
+    Effect.tryPromise({
+      try: () => {
+        const compiled = vl.compile(toSpec(trace, title)).spec
+        const view = new vega.View(vega.parse(compiled), { renderer: "none" })
+        return view.toSVG()
+      },
+      catch: (cause) => new PlotError({ message: cause instanceof Error ? cause.message : String(cause) })
+    }))
