@@ -13,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# --trouble reads Sluice's bucket back with `sluice audit` (the S3 adapter's bin, from dist).
+case " $* " in *" --trouble "*) npx turbo run build --filter=@sluice/adapter-s3 --output-logs=errors-only >&2 ;; esac
 . scripts/lib/peer-venv.sh
 . scripts/lib/services-for-run.sh
 . scripts/lib/run-source.sh

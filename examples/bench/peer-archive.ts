@@ -29,7 +29,10 @@ export interface PeerArchive {
   readonly objectBytes: number
   /** Lines read (records stored, duplicates and faults included). */
   readonly records: number
+  /** Offsets below the topic's end that no object holds. */
   readonly lost: number
+  /** Of those, the ones below the group's committed offset (0 without `committed`): committed, not archived. */
+  readonly lostCommitted: number
   readonly duplicates: number
   readonly corrupt: number
   readonly stray: number
@@ -96,21 +99,30 @@ export const countObject = (t: Tally, partition: number, first: number, body: st
   })
 }
 
-/** Lost and duplicated offsets of a tally. */
-export const totals = (t: Tally): { readonly lost: number; readonly duplicates: number } => {
+/**
+ * Lost and duplicated offsets of a tally; with `committed` (the group's
+ * committed offset per partition), also the offsets below it that no object
+ * holds (`lostCommitted`: committed but not archived, which the source will
+ * not deliver again).
+ */
+export const totals = (t: Tally, committed?: ReadonlyArray<number>): { readonly lost: number; readonly duplicates: number; readonly lostCommitted: number } => {
   let lost = 0
   let duplicates = 0
-  for (const seen of t.seen) {
-    for (const n of seen) {
-      if (n === 0) lost++
-      else duplicates += n - 1
-    }
-  }
-  return { lost, duplicates }
+  let lostCommitted = 0
+  t.seen.forEach((seen, p) => {
+    const below = Math.max(0, committed?.[p] ?? 0)
+    seen.forEach((n, offset) => {
+      if (n === 0) {
+        lost++
+        if (offset < below) lostCommitted++
+      } else duplicates += n - 1
+    })
+  })
+  return { lost, duplicates, lostCommitted }
 }
 
-/** Reads the peer's archive of `topic` in `bucket` back and counts it against the topic's `ends`. */
-export const check = async (client: S3Client, bucket: string, topic: string, ends: ReadonlyArray<number>): Promise<PeerArchive> => {
+/** Reads the peer's archive of `topic` in `bucket` back and counts it against the topic's `ends` (and the group's `committed` offsets). */
+export const check = async (client: S3Client, bucket: string, topic: string, ends: ReadonlyArray<number>, committed?: ReadonlyArray<number>): Promise<PeerArchive> => {
   const t = tally(ends)
   const decoder = new TextDecoder()
   let objectBytes = 0
@@ -124,5 +136,5 @@ export const check = async (client: S3Client, bucket: string, topic: string, end
     }
     countObject(t, at.partition, at.first, decoder.decode(await getBytes(client, bucket, key)))
   }
-  return { objects: listed.length, objectBytes, records: t.records, ...totals(t), corrupt: t.corrupt, stray: t.stray }
+  return { objects: listed.length, objectBytes, records: t.records, ...totals(t, committed), corrupt: t.corrupt, stray: t.stray }
 }

@@ -6,6 +6,7 @@
  * ```sh
  * npm run bench:peer [-- --records 1000000 --partitions 8 --rounds 3 --json]
  * npm run bench:peer -- --peer-defaults    # Quix with its default commit settings
+ * npm run bench:peer -- --trouble slowdown,slower [--json]   # through a minute of store trouble (trouble.ts)
  * ```
  *
  * `npm run bench:peer` goes through `scripts/bench-peer.sh`, which starts the
@@ -62,6 +63,7 @@ import { RESULT } from "./contender.ts"
 import * as PeerArchive from "./peer-archive.ts"
 import * as ProcessTree from "./process-tree.ts"
 import * as Services from "./services.ts"
+import * as Trouble from "./trouble.ts"
 
 /** How often the group's commits are polled: the resolution of a run's time (runs last seconds). */
 export const COMMIT_POLL_MILLIS = 50
@@ -344,7 +346,9 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   })
 }
 
-main().catch((error: unknown) => {
+// `--trouble`: the comparison through trouble (trouble.ts), not the throughput rounds.
+const entry = process.argv.includes("--trouble") ? Trouble.main : main
+entry().catch((error: unknown) => {
   for (const tree of live) tree.kill()
   console.error("bench:peer FAILED:", error instanceof Error ? error.message : error)
   process.exitCode = 1

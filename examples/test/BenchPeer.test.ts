@@ -30,14 +30,17 @@ describe("bench:peer — reading the peer's archive", () => {
     PeerArchive.countObject(t, 1, 5, fixture)
     expect(t.records).toBe(5)
     expect(t.corrupt).toBe(0)
-    expect(PeerArchive.totals(t)).toEqual({ lost: 5, duplicates: 0 }) // offsets 0..4 are in no object
+    expect(PeerArchive.totals(t)).toEqual({ lost: 5, duplicates: 0, lostCommitted: 0 }) // offsets 0..4 are in no object
+    // Committed up to offset 3 of partition 1: offsets 0..2 are committed and in no object.
+    expect(PeerArchive.totals(t, [0, 3]).lostCommitted).toBe(3)
+    expect(PeerArchive.totals(t, [0, 10]).lostCommitted).toBe(5)
   })
 
   it("counts an object stored twice as duplicates, and a changed or surplus line as corrupt or stray", () => {
     const twice = PeerArchive.tally([0, 10])
     PeerArchive.countObject(twice, 1, 5, fixture)
     PeerArchive.countObject(twice, 1, 5, fixture)
-    expect(PeerArchive.totals(twice)).toEqual({ lost: 5, duplicates: 5 })
+    expect(PeerArchive.totals(twice)).toEqual({ lost: 5, duplicates: 5, lostCommitted: 0 })
 
     const changed = PeerArchive.tally([0, 10])
     PeerArchive.countObject(changed, 1, 5, fixture.replace("1/7/x", "1/7/y"))
