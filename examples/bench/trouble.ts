@@ -45,7 +45,10 @@ import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { Admin, Producer } from "@platformatic/kafka"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import * as StoreProxy from "../replay/StoreProxy.ts"
+import * as Svg from "../soak/Svg.ts"
 import * as Faults from "../faults/Services.ts"
 import * as PeerArchive from "./peer-archive.ts"
 import * as Services from "./services.ts"
@@ -103,6 +106,8 @@ export interface Row {
   readonly exitedOnItsOwnAt: number | null
   readonly committedAll: boolean
   readonly detail: string
+  /** The lag as sampled: seconds from the archiver's spawn, records not committed. */
+  readonly lags: ReadonlyArray<{ readonly t: number; readonly lag: number }>
 }
 
 /** A paced producer of `rate` records/s, values `<partition>/<offset>/x…`, one request at a time. */
@@ -290,7 +295,8 @@ const run = async (trouble: Trouble, contender: Contender, options: {
       exit,
       exitedOnItsOwnAt: stoppedOnItsOwn ? Math.round((exitedAt ?? 0) * 10) / 10 : null,
       committedAll: committed.every((c, p) => c === final[p]),
-      detail
+      detail,
+      lags
     }
   } finally {
     if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
@@ -335,7 +341,7 @@ export const main = async (): Promise<void> => {
       options.say(`${trouble} × ${contender}: ${options.rate} records/s for ${options.seconds} s, the store in trouble from ${options.troubleAt} s for ${options.troubleSeconds} s`)
       const row = await run(trouble, contender, options)
       rows.push(row)
-      options.say(`  ${JSON.stringify(row)}`)
+      options.say(`  ${JSON.stringify({ ...row, lags: undefined })}`)
     }
   }
   options.say("")
@@ -344,7 +350,23 @@ export const main = async (): Promise<void> => {
   for (const r of rows) {
     options.say(`| ${r.trouble} | ${r.contender} | ${r.produced} | ${r.unarchived ?? "-"} | ${r.lost ?? "-"} | ${r.duplicates ?? "-"} | ${r.worstLagRecords} | ${r.worstLagBeforeTrouble} | ${r.catchUpSeconds ?? "never"} | ${r.exit} | ${r.exitedOnItsOwnAt ?? "-"} | ${r.committedAll} |`)
   }
-  if (json) console.log(JSON.stringify({ trouble: rows }))
+  // The report: every lag series, and a plot per trouble (both archivers on one time axis).
+  const dir = join("reports", `bench-trouble-${new Date().toISOString().replace(/[:.]/g, "-")}`)
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, "result.json"), JSON.stringify({ options: { ...options, services: undefined, say: undefined }, rows }, null, 2))
+  for (const trouble of troubles) {
+    const both = rows.filter((r) => r.trouble === trouble)
+    const t = [...new Set(both.flatMap((r) => r.lags.map((l) => Math.round(l.t * 2) / 2)))].sort((a, b) => a - b)
+    const at = (r: Row) => t.map((x) => r.lags.find((l) => Math.round(l.t * 2) / 2 === x)?.lag ?? null)
+    writeFileSync(
+      join(dir, `${trouble}.svg`),
+      Svg.chart(`${trouble} from ${options.troubleAt} s for ${options.troubleSeconds} s, ${options.rate} records/s produced`, t, [
+        { title: "lag (records produced, not committed)", series: both.map((r) => ({ name: r.contender, color: r.contender === "sluice" ? "#1f77b4" : "#d62728", values: at(r) })) }
+      ])
+    )
+  }
+  options.say(`report: ${dir}`)
+  if (json) console.log(JSON.stringify({ trouble: rows.map((r) => ({ ...r, lags: undefined })), report: dir }))
   // Sluice must lose nothing and catch up; the peer's figures are what they are.
   process.exitCode = rows.filter((r) => r.contender === "sluice").every((r) => r.lost === 0 && r.unarchived === 0 && r.committedAll && r.catchUpSeconds !== null) ? 0 : 1
 }
