@@ -20,18 +20,14 @@
  * `SLUICE_SEEDS=1,2,3` runs other seeds instead (to look for margins). The
  * margin of every bound on every seed is printed at the end.
  *
- * When a bound fails, `expectWithPlot` writes the run's plot (SVG), trace
+ * When a bound fails, the testkit's `PlotOnFailure.expectWithPlot` writes the run's plot (SVG), trace
  * (CSV) and summary and names them in the failure message.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Runner, Scenario, Summary } from "@sluice/testkit"
+import { PlotOnFailure, Runner, Summary } from "@sluice/testkit"
 import type { Trace } from "@sluice/testkit"
-import { Cause, Effect, Exit } from "effect"
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { Effect } from "effect"
 import { CLEAR_AT, DURATION, FLOOR, MEMORY_BUDGET, run, SCENARIO_SEED, SLOWDOWN_FROM, STORM_FROM } from "./engine.ts"
-import { expectWithPlot } from "./plot-on-failure.ts"
 
 /** Seeds the bounds were chosen on (42 is the scenario's own). */
 export const TUNING_SEEDS = [SCENARIO_SEED, 7, 8] as const
@@ -210,7 +206,7 @@ describe("archiver composition: storm, then a store 10x slower, then clear (10 v
               `${b.min === undefined ? "" : `min ${round(b.min)} `}${b.max === undefined ? "" : `max ${round(b.max)}`}  margin ${round(Math.min(...margins))}`
           )
         }
-        yield* expectWithPlot(result, `archiver-seed-${seed}`, (summary) => {
+        yield* PlotOnFailure.expectWithPlot(result, `archiver-seed-${seed}`, (summary) => {
           expect(summary.failure, "SAFETY: the pipeline failed").toBeNull()
           for (const b of BOUNDS) {
             const v = measured[b.metric]
@@ -220,38 +216,4 @@ describe("archiver composition: storm, then a store 10x slower, then clear (10 v
         })
       }), 120_000)
   }
-})
-
-describe("expectWithPlot", () => {
-  // The failure path must work the day a bound fails in CI, so it is tested
-  // too: a failing assertion on a short run (20 virtual seconds, ~0.3 s) must
-  // fail with the original message followed by the path of an SVG that exists.
-  it.effect("a failed assertion writes the plot, the trace and the summary, and names them in the message", () =>
-    Effect.gen(function*() {
-      const world = yield* Scenario.decode({
-        name: "plot-on-failure",
-        seed: 1,
-        duration: "20 seconds",
-        source: { recordsPerSecond: 100_000, recordBytes: 150, partitions: 2 },
-        store: { baseLatency: "8 millis", bandwidthPerRequest: "64 MiB/s", knee: 24 }
-      })
-      const result = yield* Runner.run(world)
-      const dir = mkdtempSync(join(tmpdir(), "sluice-plot-on-failure-"))
-      const exit = yield* Effect.exit(
-        expectWithPlot(result, "impossible", (summary) => expect(summary.goodputRatio, "impossible").toBeGreaterThan(2), { dir })
-      )
-      expect(Exit.isFailure(exit)).toBe(true)
-      const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
-      const message = error instanceof Error ? error.message : String(error)
-      expect(message).toMatch(/^impossible: expected [\d.]+ to be greater than 2\n  plot: {4}/)
-      const svg = /plot: +(\S+\.svg)/.exec(message)?.[1] ?? ""
-      expect(svg).toBe(join(dir, "impossible.svg"))
-      expect(existsSync(svg)).toBe(true)
-      const text = readFileSync(svg, "utf8")
-      expect(text.startsWith("<svg")).toBe(true)
-      expect(text.trimEnd().endsWith("</svg>")).toBe(true)
-      expect(readFileSync(join(dir, "impossible.csv"), "utf8").split("\n")[0]).toMatch(/^t,concurrency,/)
-      expect(message).toContain(join(dir, "impossible.summary.json"))
-      rmSync(dir, { recursive: true, force: true }) // kept when an expectation above fails, to look at
-    }), 60_000)
 })

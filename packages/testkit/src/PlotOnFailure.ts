@@ -4,29 +4,46 @@
  * only which number was off.
  *
  * Files go to `$SLUICE_REPORT_DIR` (CI can upload that directory as an
- * artifact) or, by default, `<os temp dir>/sluice-virtual-clock-tests/`:
+ * artifact) or, by default, `<os temp dir>/sluice-reports/`:
  *
- * - `<name>.svg` — `Plot.toSvg`: six panels on one time axis (see the README);
+ * - `<name>.svg` — `Plot.toSvg`: six panels on one time axis (without the
+ *   optional plotting libraries the plot is skipped and the message says why);
  * - `<name>.csv` — `Trace.toCsv`: every 100 ms sample;
  * - `<name>.summary.json` — the run's `Summary`.
+ *
+ * @since 0.5.0
  */
-import { Plot, Trace } from "@sluice/testkit"
-import type { Runner, Summary } from "@sluice/testkit"
 import { Cause, Effect, Result } from "effect"
 import { mkdir, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as Plot from "./Plot.ts"
+import type * as Runner from "./Runner.ts"
+import type * as Summary from "./Summary.ts"
+import * as Trace from "./Trace.ts"
 
-/** Where reports are written: `$SLUICE_REPORT_DIR`, else `<os temp dir>/sluice-virtual-clock-tests`. */
-export const reportDir = (): string => process.env["SLUICE_REPORT_DIR"] ?? join(tmpdir(), "sluice-virtual-clock-tests")
+/**
+ * Where reports are written: `$SLUICE_REPORT_DIR`, else `<os temp dir>/sluice-reports`.
+ *
+ * @since 0.5.0
+ */
+export const reportDir = (): string => process.env["SLUICE_REPORT_DIR"] ?? join(tmpdir(), "sluice-reports")
 
-/** Options of {@link writeReport}, {@link plotOnFailure} and {@link expectWithPlot}. */
+/**
+ * Options of {@link writeReport}, {@link plotOnFailure} and {@link expectWithPlot}.
+ *
+ * @since 0.5.0
+ */
 export interface ReportOptions {
   /** Directory for the files (default {@link reportDir}). */
   readonly dir?: string | undefined
 }
 
-/** What {@link writeReport} wrote. `svg` is absent when the plot could not be rendered (`plotError` says why). */
+/**
+ * What {@link writeReport} wrote. `svg` is absent when the plot could not be rendered (`plotError` says why).
+ *
+ * @since 0.5.0
+ */
 export interface Report {
   readonly svg: string | undefined
   readonly csv: string
@@ -38,6 +55,8 @@ export interface Report {
  * Writes the run's plot, trace and summary as `<name>.svg|.csv|.summary.json`.
  * A plot that fails to render still leaves the CSV and the summary (the
  * failure being reported matters more than the picture).
+ *
+ * @since 0.5.0
  */
 export const writeReport = (result: Runner.RunResult, name: string, options: ReportOptions = {}): Effect.Effect<Report> =>
   Effect.gen(function*() {
@@ -84,8 +103,14 @@ const withFooter = (error: unknown, report: Report): Error => {
  * **Example**
  *
  * ```ts
- * yield* Assert.expectRecoveryWithin(result, 10).pipe(plotOnFailure(result, "recovery-seed-42"))
+ * import { Assert, PlotOnFailure } from "@sluice/testkit"
+ * import type { Runner } from "@sluice/testkit"
+ * declare const result: Runner.RunResult
+ *
+ * const checked = Assert.expectRecoveryWithin(result, 10).pipe(PlotOnFailure.plotOnFailure(result, "recovery-seed-42"))
  * ```
+ *
+ * @since 0.5.0
  */
 export const plotOnFailure = (result: Runner.RunResult, name: string, options: ReportOptions = {}) =>
 <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
@@ -102,11 +127,18 @@ export const plotOnFailure = (result: Runner.RunResult, name: string, options: R
  * **Example**
  *
  * ```ts
- * yield* expectWithPlot(result, "floor-seed-42", (summary, trace) => {
+ * import { PlotOnFailure } from "@sluice/testkit"
+ * import type { Runner } from "@sluice/testkit"
+ * import { expect } from "vitest"
+ * declare const result: Runner.RunResult
+ *
+ * const checked = PlotOnFailure.expectWithPlot(result, "floor-seed-42", (summary, trace) => {
  *   expect(summary.floorViolations).toBe(0)
  *   expect(Math.min(...trace.rows.map((r) => r.concurrency))).toBeGreaterThanOrEqual(2)
  * })
  * ```
+ *
+ * @since 0.5.0
  */
 export const expectWithPlot = (
   result: Runner.RunResult,
