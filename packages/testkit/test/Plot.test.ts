@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { readFileSync } from "node:fs"
 import { Fixed } from "@sluice/core"
 import * as Plot from "../src/Plot.ts"
 import * as Runner from "../src/Runner.ts"
@@ -131,4 +132,19 @@ describe("Plot", () => {
       expect(text).toContain("baseLatency=3000")
       expect([...svg.matchAll(/aria-roledescription="rule mark"/g)]).toHaveLength(2 * Plot.panels.length)
     }))
+})
+
+describe("Plot.libraries", () => {
+  it("names the ranges the package asks for: optional peers of the testkit, dev dependencies here", () => {
+    const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+      readonly peerDependencies: Readonly<Record<string, string>>
+      readonly peerDependenciesMeta: Readonly<Record<string, { readonly optional?: boolean }>>
+      readonly devDependencies: Readonly<Record<string, string>>
+    }
+    for (const [name, range] of Object.entries(Plot.libraries)) {
+      expect(manifest.peerDependencies[name], name).toBe(range)
+      expect(manifest.peerDependenciesMeta[name]?.optional, name).toBe(true)
+      expect(manifest.devDependencies[name], name).toBe(range)
+    }
+  })
 })
