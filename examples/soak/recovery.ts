@@ -35,14 +35,13 @@
  * `summary.md`); with `--json` the last stdout line is the result. Every wait
  * is bounded (`--timeout-seconds`, default 300 per archiver run).
  */
-import { spawn } from "node:child_process"
-import type { ChildProcess } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { Admin } from "@platformatic/kafka"
 import { createBucket, produce } from "../kafka-to-s3/produce.ts"
-import { committedOffsets, committedRecords, exited, servicesFromEnv, sleep } from "./KillRuns.ts"
+import { committedOffsets, committedRecords, exited, servicesFromEnv, sleep, startArchiver } from "./KillRuns.ts"
+import type { ArchiverChild } from "./KillRuns.ts"
 import * as Svg from "./Svg.ts"
 
 /** How the first run is stopped, and whether both runs are one static member. */
@@ -114,43 +113,19 @@ const pacedSettings = (dir: string, backlog: number): string => {
   return file
 }
 
-/** The last bytes of an archiver's stderr kept, to say why it exited (bounded: a long run logs a lot). */
-const STDERR_TAIL_BYTES = 4096
-
-/** An archiver child and the tail of its stderr. */
-interface Archiver {
-  readonly child: ChildProcess
-  readonly tail: () => string
-}
-
-/** Starts the archiver on `topic` (its own metrics port, bounded in time; a static member when `instanceId` is given); the tail of its stderr is kept. */
-const archiver = (topic: string, bucket: string, group: string, maxSeconds: number, config: string, instanceId: string | undefined): Archiver => {
-  const child = spawn(
-    process.execPath,
-    [
-      "--conditions=@sluice/source",
-      "examples/kafka-to-s3/main.ts",
-      topic,
-      bucket,
-      "--group",
-      group,
-      "--config",
-      config,
-      "--prometheus-port",
-      "0",
-      "--max-seconds",
-      String(maxSeconds),
-      ...(instanceId === undefined ? [] : ["--instance-id", instanceId])
-    ],
-    { stdio: ["ignore", "pipe", "pipe"], env: process.env }
-  )
-  let tail = ""
-  child.stdout?.on("data", () => undefined)
-  child.stderr?.on("data", (chunk: Buffer) => {
-    tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_BYTES)
-  })
-  return { child, tail: () => tail }
-}
+/** Starts the archiver on `topic` (its own metrics port, bounded in time; a static member when `instanceId` is given). */
+const archiver = (topic: string, bucket: string, group: string, maxSeconds: number, config: string, instanceId: string | undefined): ArchiverChild =>
+  startArchiver(topic, bucket, [
+    "--group",
+    group,
+    "--config",
+    config,
+    "--prometheus-port",
+    "0",
+    "--max-seconds",
+    String(maxSeconds),
+    ...(instanceId === undefined ? [] : ["--instance-id", instanceId])
+  ])
 
 /** The archiver ended on its own, before what was waited for: a failed run, with its last words. */
 class ArchiverExited extends Error {
@@ -176,7 +151,7 @@ const until = async (
   done: (n: number) => boolean,
   started: number,
   timeoutMillis: number,
-  running: Archiver
+  running: ArchiverChild
 ) => {
   for (;;) {
     const n = await committed(admin, group, topic).catch(() => -1)
@@ -206,7 +181,7 @@ const settledOnNewMember = async (
   previous: string | undefined,
   started: number,
   timeoutMillis: number,
-  running: Archiver
+  running: ArchiverChild
 ): Promise<number | null> => {
   for (;;) {
     const described = await admin.describeGroups({ groups: [group] }).then((m) => m.get(group), () => undefined)

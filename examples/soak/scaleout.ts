@@ -41,7 +41,7 @@
  * stdout line is the result. Every wait is bounded (`--timeout-seconds` per
  * wait, default 120; each archiver ends itself after the run's bound).
  */
-import { spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism, homedir } from "node:os"
@@ -50,7 +50,7 @@ import { parseArgs } from "node:util"
 import { Admin } from "@platformatic/kafka"
 import { endOffsets } from "../bench/services.ts"
 import { createBucket } from "../kafka-to-s3/produce.ts"
-import { committedOffsets, exited, servicesFromEnv, sleep } from "./KillRuns.ts"
+import { committedOffsets, exited, servicesFromEnv, sleep, startArchiver } from "./KillRuns.ts"
 import { attribute } from "./Duplicates.ts"
 import * as ProducerChild from "./ProducerChild.ts"
 import * as Svg from "./Svg.ts"
@@ -117,8 +117,6 @@ const ARCHIVER_MAX_SECONDS = 3600
  * ~1.1 s here, which is most of a restart's time to rejoin.
  */
 const COMPILE_CACHE = join(process.env["SLUICE_CACHE"] ?? join(homedir(), ".cache", "sluice"), "node-compile-cache")
-/** The last bytes of an archiver's stderr kept, to say why it exited. */
-const STDERR_TAIL_BYTES = 4096
 const started = Date.now()
 const seconds = () => (Date.now() - started) / 1000
 
@@ -129,52 +127,30 @@ interface Instance {
   readonly name: string
   readonly child: ChildProcess
   readonly spawnedAt: number
-  /** (ms since the run's start, records committed by this process) from its progress lines. */
-  readonly progress: Array<{ readonly at: number; readonly committed: number }>
-  tail: string
+  /** (ms since the run's start, records committed by this process) from its progress lines: one a second, for the process's life (each ends itself after ARCHIVER_MAX_SECONDS). */
+  readonly progress: ReadonlyArray<{ readonly at: number; readonly committed: number }>
+  /** The last bytes of its stderr. */
+  readonly tail: () => string
 }
 
 const live = new Map<string, Instance>()
-const everyProcess: Array<Instance> = []
 
 const startInstance = (name: string): Instance => {
-  const child = spawn(
-    process.execPath,
-    [
-      "--conditions=@sluice/source",
-      "examples/kafka-to-s3/main.ts",
-      topic,
-      target,
-      "--group",
-      group,
-      "--instance-id",
-      name,
-      "--name",
-      name,
-      "--prometheus-port",
-      "0",
-      "--progress-seconds",
-      "1",
-      "--max-seconds",
-      String(ARCHIVER_MAX_SECONDS)
-    ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { NODE_COMPILE_CACHE: COMPILE_CACHE, ...process.env } }
-  )
-  const instance: Instance = { name, child, spawnedAt: Date.now(), progress: [], tail: "" }
-  child.stdout?.on("data", () => undefined)
-  let partial = ""
-  child.stderr?.on("data", (chunk: Buffer) => {
-    const text = chunk.toString("utf8")
-    instance.tail = (instance.tail + text).slice(-STDERR_TAIL_BYTES)
-    const lines = (partial + text).split("\n")
-    partial = lines.pop() ?? ""
-    for (const line of lines) {
-      const m = /committed (\d+),/.exec(line)
-      if (m !== null && line.startsWith("kafka-to-s3: ")) instance.progress.push({ at: Date.now() - started, committed: Number(m[1]) })
+  const progress: Array<{ readonly at: number; readonly committed: number }> = []
+  const { child, tail } = startArchiver(
+    topic,
+    target,
+    ["--group", group, "--instance-id", name, "--name", name, "--prometheus-port", "0", "--progress-seconds", "1", "--max-seconds", String(ARCHIVER_MAX_SECONDS)],
+    {
+      env: { NODE_COMPILE_CACHE: COMPILE_CACHE, ...process.env },
+      onLine: (line) => {
+        const m = /committed (\d+),/.exec(line)
+        if (m !== null && line.startsWith("kafka-to-s3: ")) progress.push({ at: Date.now() - started, committed: Number(m[1]) })
+      }
     }
-  })
+  )
+  const instance: Instance = { name, child, spawnedAt: Date.now(), progress, tail }
   live.set(name, instance)
-  everyProcess.push(instance)
   return instance
 }
 
@@ -189,7 +165,7 @@ const stopInstance = async (name: string, signal: "SIGTERM" | "SIGKILL"): Promis
     instance.child.kill("SIGKILL")
     await exited(instance.child, 10_000)
   }
-  if (signal === "SIGTERM" && code !== 0) log(`${name}: drain ended with ${String(code)}:\n${instance.tail}`)
+  if (signal === "SIGTERM" && code !== 0) log(`${name}: drain ended with ${String(code)}:\n${instance.tail()}`)
   return code
 }
 
@@ -197,7 +173,7 @@ const stopInstance = async (name: string, signal: "SIGTERM" | "SIGKILL"): Promis
 const checkAlive = () => {
   for (const instance of live.values()) {
     if (instance.child.exitCode !== null || instance.child.signalCode !== null) {
-      throw new Error(`${instance.name} exited on its own (code ${instance.child.exitCode}, signal ${instance.child.signalCode}):\n${instance.tail}`)
+      throw new Error(`${instance.name} exited on its own (code ${instance.child.exitCode}, signal ${instance.child.signalCode}):\n${instance.tail()}`)
     }
   }
 }
