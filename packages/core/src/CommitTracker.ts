@@ -57,6 +57,13 @@ export interface PendingBatch {
 export interface CommitAdvance {
   readonly source: string
   readonly partition: number
+  /**
+   * The first offset newly covered by this advance (the first record of the
+   * first batch it covers).
+   *
+   * @since 0.5.0
+   */
+  readonly firstOffset: number
   /** The offset to commit: one past the last committed record. */
   readonly nextOffset: number
   /** Records newly covered by this advance. */
@@ -113,15 +120,19 @@ export class CommitTracker {
     entry.verified = true
     log.verifiedAhead++
     let records = 0
+    let firstOffset: number | undefined
     let nextOffset: number | undefined
     for (let head = log.entries.get(log.next); head !== undefined && head.verified; head = log.entries.get(log.next)) {
+      firstOffset ??= head.firstOffset
       log.entries.delete(log.next)
       log.next++
       log.verifiedAhead--
       records += head.records
       nextOffset = head.lastOffset + 1
     }
-    return nextOffset === undefined ? undefined : { source: batch.source, partition: batch.partition, nextOffset, records }
+    return nextOffset === undefined || firstOffset === undefined
+      ? undefined
+      : { source: batch.source, partition: batch.partition, firstOffset, nextOffset, records }
   }
 
   /** Whether the batch is still tracked (not committed, not forgotten). */
@@ -129,9 +140,21 @@ export class CommitTracker {
     return this.logs.get(keyOf(batch.source, batch.partition))?.entries.has(batch.sequence) ?? false
   }
 
-  /** Forgets partitions (revoked): their pending batches will never commit here. */
-  forget(source: string, partitions: ReadonlyArray<number>): void {
-    for (const p of partitions) this.logs.delete(keyOf(source, p))
+  /**
+   * Forgets partitions (revoked): their pending batches will never commit
+   * here. Returns the batches dropped, in seal order per partition — the
+   * verified ones are in storage, and the partition's next owner archives
+   * their records again.
+   */
+  forget(source: string, partitions: ReadonlyArray<number>): ReadonlyArray<PendingBatch> {
+    const dropped: Array<PendingBatch> = []
+    for (const p of partitions) {
+      const log = this.logs.get(keyOf(source, p))
+      if (log === undefined) continue
+      dropped.push(...pendingOf(log))
+      this.logs.delete(keyOf(source, p))
+    }
+    return dropped
   }
 
   /**
@@ -178,22 +201,7 @@ export class CommitTracker {
 
   /** Every batch registered and not yet committed, partition by partition in seal order. */
   *uncommitted(): Generator<PendingBatch> {
-    for (const log of this.logs.values()) {
-      const sequences = [...log.entries.keys()].sort((a, b) => a - b)
-      for (const sequence of sequences) {
-        const e = log.entries.get(sequence)
-        if (e === undefined) continue
-        yield {
-          key: e.key,
-          source: log.source,
-          partition: log.partition,
-          firstOffset: e.firstOffset,
-          lastOffset: e.lastOffset,
-          records: e.records,
-          verified: e.verified
-        }
-      }
-    }
+    for (const log of this.logs.values()) yield* pendingOf(log)
   }
 
   /** Batches registered and not yet committed. */
@@ -201,6 +209,23 @@ export class CommitTracker {
     let n = 0
     for (const log of this.logs.values()) n += log.entries.size
     return n
+  }
+}
+
+function* pendingOf(log: PartitionLog): Generator<PendingBatch> {
+  const sequences = [...log.entries.keys()].sort((a, b) => a - b)
+  for (const sequence of sequences) {
+    const e = log.entries.get(sequence)
+    if (e === undefined) continue
+    yield {
+      key: e.key,
+      source: log.source,
+      partition: log.partition,
+      firstOffset: e.firstOffset,
+      lastOffset: e.lastOffset,
+      records: e.records,
+      verified: e.verified
+    }
   }
 }
 

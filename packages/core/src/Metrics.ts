@@ -100,6 +100,8 @@ export interface Instruments {
   readonly throttles: Counter
   readonly sourceLag: Gauge
   readonly retentionGapRecords: Counter
+  /** Records verified in storage and left uncommitted by a revoke: the next owner archives them again. */
+  readonly recordsLeftOnRevoke: Counter
   readonly policyDecisions: Counter
   /** Retries scheduled, by the failure that caused them. */
   readonly retries: Counter
@@ -156,6 +158,10 @@ export const make = (provider?: MeterProvider, identity?: Identity): Instruments
     throttles: counter(meter.createCounter("sluice.throttles", { unit: "{request}", description: "Throttled sink requests, by code" })),
     sourceLag: gauge(meter.createGauge("sluice.source.lag", { unit: "{record}", description: "Records behind the end of the log" })),
     retentionGapRecords: counter(meter.createCounter("sluice.retention_gap.records", { unit: "{record}", description: "Records deleted by retention before being read" })),
+    recordsLeftOnRevoke: counter(meter.createCounter("sluice.records.left_on_revoke", {
+      unit: "{record}",
+      description: "Records verified in storage whose partition was revoked before their commit: archived again by the next owner"
+    })),
     policyDecisions: counter(meter.createCounter("sluice.policy.decisions", { unit: "{change}", description: "Knob changes decided by policies" })),
     retries: counter(meter.createCounter("sluice.retries", { unit: "{retry}", description: "Batch retries scheduled, by failure class, code and stage" })),
     oldestUncommittedAge: gauge(meter.createGauge("sluice.uncommitted.oldest_age", {

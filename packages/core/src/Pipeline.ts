@@ -276,7 +276,7 @@ export const start = <E = never>(
     const done = yield* Deferred.make<PipelineStats, PipelineError>()
     const sealer = new Sealer({ prefix: config.keyPrefix, charge: MemoryBudget.chargeOf, compression: compressionOf(config) })
     const limiter = yield* Limiter.make({ knobs, stats, metrics, publish })
-    const committer = yield* Committer.make({ source, stats, metrics })
+    const committer = yield* Committer.make({ source, stats, metrics, publish })
     let sourceDone = false
     const checkDone = Effect.suspend(() =>
       sourceDone && uploader.outstanding() === 0 ? Deferred.succeed(done, stats) : Effect.void
@@ -310,11 +310,7 @@ export const start = <E = never>(
       metrics,
       publish,
       sealed,
-      revoked: (partitions) =>
-        Effect.suspend(() => {
-          committer.forget(source.name, partitions)
-          return uploader.forget(source.name, partitions)
-        })
+      revoked: (partitions) => Effect.andThen(committer.forget(source.name, partitions), uploader.forget(source.name, partitions))
     })
     const ticker = Ticker.run({
       tickMillis: config.tick,

@@ -191,6 +191,47 @@ export type Signal =
   | TickSignal
   | RetentionGapSignal
   | PolicyModeSignal
+  | LeftOnRevokeSignal
+
+/**
+ * Records in storage that this pipeline will never commit: their partition
+ * was revoked (a consumer-group rebalance) after they were verified and
+ * before their position was committed. The partition's next owner reads them
+ * again from the offset the group holds and archives them again: these are a
+ * rebalance's duplicates, named where they happen. Published when the
+ * partition is revoked (the records verified by then) and when an upload
+ * running at the revoke is verified after it. Counted in
+ * `PipelineStats.recordsLeftOnRevoke` and `sluice.records.left_on_revoke`.
+ *
+ * @since 0.5.0
+ */
+export interface LeftOnRevokeSignal {
+  /** The signal's tag. */
+  readonly _tag: "LeftOnRevoke"
+  /** When (Clock ms). */
+  readonly at: number
+  /** The source's name. */
+  readonly source: string
+  /** The revoked partition. */
+  readonly partition: number
+  /** The offset ranges stored and not committed, in offset order. */
+  readonly ranges: ReadonlyArray<LeftRange>
+  /** Records in `ranges`. */
+  readonly records: number
+}
+
+/**
+ * One range of a {@link LeftOnRevokeSignal}: offsets `firstOffset` to
+ * `lastOffset` (inclusive), holding `records` records (fewer than the span
+ * where the log has gaps, e.g. transaction markers).
+ *
+ * @since 0.5.0
+ */
+export interface LeftRange {
+  readonly firstOffset: number
+  readonly lastOffset: number
+  readonly records: number
+}
 
 /**
  * A retention gap, as published (see `Source.RetentionGap`).

@@ -16,7 +16,7 @@ describe("CommitTracker", () => {
     t.register(b2)
     expect(t.verified(b2)).toBeUndefined()
     expect(t.verified(b1)).toBeUndefined()
-    expect(t.verified(b0)).toEqual({ source: "s", partition: 0, nextOffset: 30, records: 30 })
+    expect(t.verified(b0)).toEqual({ source: "s", partition: 0, firstOffset: 0, nextOffset: 30, records: 30 })
     expect(t.pending).toBe(0)
   })
 

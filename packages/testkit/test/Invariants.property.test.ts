@@ -12,13 +12,19 @@
  * 4. no commit for a partition after it was revoked;
  * 5. the plan ends with the last run succeeding and every record of every
  *    partition committed exactly once — stored in a verified object or reported
- *    lost by a retention gap.
+ *    lost by a retention gap;
+ * 6. a revoke names its duplicates: the run's `recordsLeftOnRevoke` equals the
+ *    revoked partition's records the sink wrapper saw verified in that run at
+ *    or past the partition's committed offset at the revoke (stored, never
+ *    committed by this run: the next owner archives them again), and the run's
+ *    `LeftOnRevoke` signals name exactly those offsets.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import { Batch, Failure, Fixed, Memory, Pipeline, Record } from "@sluice/core"
+import type { SignalBus } from "@sluice/core"
 import type { Source } from "@sluice/core"
 import * as CommitGuard from "../src/CommitGuard.ts"
 import * as HeldBytes from "../src/HeldBytes.ts"
@@ -125,6 +131,7 @@ describe("pipeline invariants (property)", () => {
     let plansWhereBudgetBound = 0
     let plansWithGaps = 0
     let plansWithRevokes = 0
+    let plansWithLeft = 0
     let plans = 0
     await fc.assert(
       fc.asyncProperty(Plan, async (plan) => {
@@ -140,6 +147,7 @@ describe("pipeline invariants (property)", () => {
         let heldRatio = 0
         let revokes = 0
         let gaps = 0
+        let recordsLeft = 0
 
         const runOnce = (crashAfter: number | undefined, final: boolean) =>
           Effect.gen(function*() {
@@ -163,9 +171,20 @@ describe("pipeline invariants (property)", () => {
             sinks.push(memory)
             const meter = HeldBytes.make()
             const checked = CommitGuard.checking(meter.source(test.source), verified, committed)
-            const sink = CommitGuard.verifying(meter.sink(memory), verified)
+            // This run's verified ranges, and each revoked partition's committed offset at its revoke.
+            const verifiedHere = new CommitGuard.Ranges()
+            const committedAtRevoke = new Map<number, number>()
+            const sink = CommitGuard.verifying(CommitGuard.verifying(meter.sink(memory), verified), verifiedHere)
+            const left = new CommitGuard.Ranges()
+            let leftStat = 0
             const source: Source.Source = {
               ...checked.source,
+              events: checked.source.events.pipe(Stream.tap((event) =>
+                Effect.sync(() => {
+                  if (event._tag !== "PartitionsRevoked") return
+                  for (const p of event.partitions) committedAtRevoke.set(p, committed.get(p) ?? 0)
+                })
+              )),
               commit: (partition, nextOffset) =>
                 Effect.suspend(() => {
                   if (test.revoked.has(partition)) violations.push(`commit ${partition}@${nextOffset} after its revoke`)
@@ -182,15 +201,38 @@ describe("pipeline invariants (property)", () => {
                 config: { batch: { records: plan.batchRecords }, concurrency: plan.concurrency, memoryBudget: budget },
                 policies: Fixed.layer({ concurrency: plan.concurrency })
               })
+              const signals = yield* handle.bus.subscribe
+              yield* Stream.fromSubscription(signals).pipe(
+                Stream.runForEach((signal: SignalBus.Signal) =>
+                  Effect.sync(() => {
+                    if (signal._tag !== "LeftOnRevoke") return
+                    for (const r of signal.ranges) left.add(signal.partition, r.firstOffset, r.lastOffset + 1)
+                  })
+                ),
+                Effect.forkScoped
+              )
               const fiber = yield* Effect.forkChild(handle.await)
               for (let t = 0; t < 100_000; t++) {
                 const done = fiber.pollUnsafe()
+                leftStat = handle.stats().recordsLeftOnRevoke
                 if (done !== undefined) return done
                 if (crashAfter !== undefined && t >= crashAfter) return undefined
                 yield* TestClock.adjust(1)
               }
               return undefined
             }))
+            // 6: what the revoke left in storage, from the sink wrapper, against the stats and the signals.
+            let leftVerified = 0
+            for (const [p, at] of committedAtRevoke) {
+              const past = verifiedHere.of(p).map(([a, b]) => [Math.max(a, at), b] as const).filter(([a, b]) => b > a)
+              leftVerified += past.reduce((n, [a, b]) => n + b - a, 0)
+              const named = left.of(p)
+              if (JSON.stringify(named) !== JSON.stringify(past)) {
+                violations.push(`partition ${p}: LeftOnRevoke named ${JSON.stringify(named)}, verified past the revoke's ${at}: ${JSON.stringify(past)}`)
+              }
+            }
+            if (leftStat !== leftVerified) violations.push(`recordsLeftOnRevoke ${leftStat}, verified and not committed at the revoke ${leftVerified}`)
+            recordsLeft += leftVerified
             violations.push(...checked.violations)
             for (const event of checked.events) {
               if (event._tag === "RetentionGap") {
@@ -234,6 +276,7 @@ describe("pipeline invariants (property)", () => {
         if (heldRatio >= 0.5) plansWhereBudgetBound++
         if (gaps > 0) plansWithGaps++
         if (revokes > 0) plansWithRevokes++
+        if (recordsLeft > 0) plansWithLeft++
         // Every record committed exactly once: each partition fully committed,
         // and every committed record is in a verified object or reported lost.
         const stored = new Set<string>()
@@ -258,9 +301,11 @@ describe("pipeline invariants (property)", () => {
       { numRuns: 60, seed: 42 }
     )
     // The generator makes the budget bind in most plans, and reaches gaps and revokes.
-    console.log(`budget bound in ${plansWhereBudgetBound}, gaps in ${plansWithGaps}, revokes in ${plansWithRevokes} of ${plans} plans`)
+    console.log(`budget bound in ${plansWhereBudgetBound}, gaps in ${plansWithGaps}, revokes in ${plansWithRevokes} (records left in ${plansWithLeft}) of ${plans} plans`)
     expect(plansWhereBudgetBound / plans).toBeGreaterThan(0.5)
     expect(plansWithGaps / plans).toBeGreaterThanOrEqual(0.15)
     expect(plansWithRevokes / plans).toBeGreaterThanOrEqual(0.15)
+    // Invariant 6 is exercised: some revokes leave records stored and not committed.
+    expect(plansWithLeft).toBeGreaterThan(0)
   }, 180_000)
 })

@@ -12,6 +12,11 @@
  * lock. It may touch: `source.commit`. It never sees a batch before it was
  * sealed, and never commits a position whose batch was not verified.
  *
+ * It also names a rebalance's duplicates: the records verified in storage
+ * that a revoke left uncommitted (at the revoke, or verified after it), in
+ * `recordsLeftOnRevoke`, `sluice.records.left_on_revoke` and a
+ * `LeftOnRevoke` signal per partition.
+ *
  * @since 0.2.0
  */
 import { Clock, Effect, Semaphore } from "effect"
@@ -19,6 +24,7 @@ import type { SealedBatch } from "../Batch.ts"
 import { CommitTracker } from "../CommitTracker.ts"
 import { Attribute } from "../Metrics.ts"
 import type { Instruments } from "../Metrics.ts"
+import type { LeftRange, Signal } from "../Signal.ts"
 import type { Source, SourceError } from "../Source.ts"
 import type { PipelineStats } from "./Stats.ts"
 
@@ -31,6 +37,8 @@ export interface CommitterDeps {
   readonly source: Pick<Source, "commit">
   readonly stats: PipelineStats
   readonly metrics: Instruments
+  /** Publishes `LeftOnRevoke` signals. */
+  readonly publish: (signal: Signal) => void
 }
 
 /**
@@ -57,10 +65,17 @@ export interface CommitterDeps {
 export interface Committer {
   /** Registers a sealed batch (in seal order per partition). */
   readonly register: (batch: SealedBatch) => void
-  /** Marks a batch verified and commits what became contiguous. */
+  /**
+   * Marks a batch verified and commits what became contiguous. A batch of a
+   * partition revoked meanwhile is counted as left on revoke.
+   */
   readonly verified: (batch: SealedBatch) => Effect.Effect<void, SourceError>
-  /** Forgets revoked partitions: their batches will never commit here. */
-  readonly forget: (source: string, partitions: ReadonlyArray<number>) => void
+  /**
+   * Forgets revoked partitions: their batches will never commit here. Waits
+   * for a commit running (the source refuses it or makes it), then counts the
+   * records verified and not committed as left on revoke.
+   */
+  readonly forget: (source: string, partitions: ReadonlyArray<number>) => Effect.Effect<void>
   /** Whether the batch is still tracked (not committed, not forgotten). */
   readonly isPending: (batch: SealedBatch) => boolean
   /**
@@ -78,7 +93,10 @@ export interface Committer {
 interface Want {
   readonly source: string
   readonly partition: number
+  /** The first offset verified and not committed (the next one to commit past). */
+  firstOffset: number
   nextOffset: number
+  /** Records in [firstOffset, nextOffset) not committed. */
   records: number
 }
 
@@ -90,6 +108,15 @@ interface Want {
 export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
   Effect.map(Semaphore.make(1), (lock) => {
     const { stats, metrics } = deps
+    const leftOnRevoke = (source: string, partition: number, ranges: ReadonlyArray<LeftRange>) =>
+      Effect.gen(function*() {
+        const records = ranges.reduce((n, r) => n + r.records, 0)
+        if (records === 0) return
+        const at = yield* Clock.currentTimeMillis
+        stats.recordsLeftOnRevoke += records
+        metrics.recordsLeftOnRevoke.add(records, { [Attribute.partition]: String(partition) })
+        deps.publish({ _tag: "LeftOnRevoke", at, source, partition, ranges, records })
+      })
     const tracker = new CommitTracker()
     /** Commit points wanted per partition (one entry per partition), with the records they newly cover. */
     const wanted = new Map<string, Want>()
@@ -119,6 +146,7 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
           continue
         }
         stats.committed.set(id, nextOffset)
+        want.firstOffset = nextOffset
         want.records -= records
         stats.recordsCommitted += records
         metrics.recordsCommitted.add(records)
@@ -134,18 +162,45 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
         const oldest = tracker.oldestOpenedAt()
         stats.oldestUncommittedAgeMillis = oldest === undefined ? 0 : Math.max(0, now - oldest)
       },
-      forget: (source, partitions) => {
-        tracker.forget(source, partitions)
-        for (const p of partitions) wanted.delete(`${source}/${p}`)
-      },
+      // Under the lock: a commit running when the revoke came is made or
+      // refused first, so its records are counted committed or left, never both.
+      // The wait is bounded by the source's commit (a revoked partition's commit
+      // is refused at once by the Kafka source; see Source.CommitRefused).
+      forget: (source, partitions) =>
+        Effect.gen(function*() {
+          const dropped = tracker.forget(source, partitions)
+          for (const p of partitions) {
+            const id = `${source}/${p}`
+            const want = wanted.get(id)
+            wanted.delete(id)
+            const ranges: Array<LeftRange> = []
+            if (want !== undefined && want.records > 0) {
+              ranges.push({ firstOffset: want.firstOffset, lastOffset: want.nextOffset - 1, records: want.records })
+            }
+            for (const b of dropped) {
+              if (b.partition === p && b.verified) ranges.push({ firstOffset: b.firstOffset, lastOffset: b.lastOffset, records: b.records })
+            }
+            yield* leftOnRevoke(source, p, ranges)
+          }
+        }).pipe(lock.withPermit),
       verified: (batch) =>
         Effect.suspend(() => {
+          if (!tracker.isPending(batch)) {
+            // Uploading when its partition was revoked: stored, never committed here.
+            return leftOnRevoke(batch.source, batch.partition, [{ firstOffset: batch.firstOffset, lastOffset: batch.lastOffset, records: batch.records }])
+          }
           const advance = tracker.verified(batch)
           if (advance === undefined) return Effect.void
           const id = `${advance.source}/${advance.partition}`
           const want = wanted.get(id)
           if (want === undefined) {
-            wanted.set(id, { source: advance.source, partition: advance.partition, nextOffset: advance.nextOffset, records: advance.records })
+            wanted.set(id, {
+              source: advance.source,
+              partition: advance.partition,
+              firstOffset: advance.firstOffset,
+              nextOffset: advance.nextOffset,
+              records: advance.records
+            })
           } else {
             want.nextOffset = advance.nextOffset
             want.records += advance.records

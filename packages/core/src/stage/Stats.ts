@@ -65,6 +65,14 @@ export interface PipelineStats {
   recordsCommitted: number
   /** Committer: commits the source refused (`Source.CommitRefused`: the partition was no longer its own). */
   commitsRefused: number
+  /**
+   * Committer: records verified in storage whose partition was revoked before
+   * their position was committed. The partition's next owner archives them
+   * again: a rebalance's duplicates (see `SignalBus.LeftOnRevokeSignal`).
+   *
+   * @since 0.5.0
+   */
+  recordsLeftOnRevoke: number
   /** Limiter: sink requests made. */
   requests: number
   /** Limiter: sink requests failed. */
@@ -132,6 +140,7 @@ export const make = (readGate: ReadGate): PipelineStats => ({
   throttles: 0,
   retries: 0,
   retentionGapRecords: 0,
+  recordsLeftOnRevoke: 0,
   readGate,
   committed: new Map(),
   oldestUncommittedAgeMillis: 0,
