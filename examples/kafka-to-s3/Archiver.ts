@@ -22,12 +22,15 @@
  *   `sluice.kafka.partitions.owned` ({partition}, the partitions it owns now),
  *   `sluice.kafka.topic.partitions` ({partition}, the topic's count) and
  *   `sluice.kafka.rebalances` ({rebalance}, a counter): summed over a group's
- *   members, owned below the topic's count means partitions nobody reads.
+ *   members, owned below the topic's count means partitions nobody reads;
+ * - hands each `LeftOnRevoke` signal to `onLeftOnRevoke`: the records a
+ *   rebalance left stored and not committed, which the partition's next owner
+ *   archives again (the command prints one line per signal).
  */
 import type { KafkaSource } from "@sluice/adapter-kafka"
 import { Metrics } from "@sluice/core"
-import type { Pipeline } from "@sluice/core"
-import { Duration, Effect, Schedule } from "effect"
+import type { Pipeline, SignalBus } from "@sluice/core"
+import { Duration, Effect, Schedule, Stream } from "effect"
 import * as KafkaToS3 from "../src/KafkaToS3.ts"
 import type { Settings } from "./Settings.ts"
 
@@ -64,6 +67,8 @@ export interface Options {
   readonly wrapSink?: KafkaToS3.ArchiveOptions["wrapSink"]
   /** Called once, with why the archiver drains. */
   readonly onStop?: ((reason: StopReason) => void) | undefined
+  /** Called with every `LeftOnRevoke` signal: records a revoke left stored and not committed. */
+  readonly onLeftOnRevoke?: ((signal: SignalBus.LeftOnRevokeSignal) => void) | undefined
 }
 
 /** Why the archiver drained. */
@@ -81,6 +86,7 @@ const zeroCounters = (instruments: Metrics.Instruments): void => {
   instruments.retries.add(0)
   instruments.recordsVerified.add(0)
   instruments.recordsCommitted.add(0)
+  instruments.recordsLeftOnRevoke.add(0)
 }
 
 /** Publishes the settings the alerts compare against. */
@@ -132,6 +138,15 @@ export const run = (options: Options) =>
     const identity: Metrics.Identity = { pipeline: options.name, topic: options.topic }
     zeroCounters(Metrics.make(options.meterProvider, identity))
     publishSettings(options.meterProvider, identity, handle.config.memoryBudget, options.settings.concurrencyFloor)
+
+    const onLeft = options.onLeftOnRevoke
+    if (onLeft !== undefined) {
+      const signals = yield* handle.bus.subscribe
+      yield* Stream.fromSubscription(signals).pipe(
+        Stream.runForEach((signal) => Effect.sync(() => signal._tag === "LeftOnRevoke" && onLeft(signal))),
+        Effect.forkScoped
+      )
+    }
 
     const onProgress = options.onProgress
     if (onProgress !== undefined) {

@@ -5,7 +5,10 @@
  *
  * Exit codes: 0 drained cleanly, 1 the run failed (or the drain timed out),
  * 2 bad usage or settings. The last stdout line is one JSON object:
- * `{ reason, recordsRead, recordsVerified, recordsCommitted, batchesVerified, metrics }`.
+ * `{ reason, recordsRead, recordsVerified, recordsCommitted, recordsLeftOnRevoke, batchesVerified, metrics }`.
+ * Each rebalance that leaves records stored and not committed prints one
+ * stderr line: `kafka-to-s3: left on revoke: partition P, N records at offsets
+ * a-b[,c-d…] (…)`.
  */
 import { readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -161,6 +164,11 @@ const main = (args: NonNullable<ReturnType<typeof parse>>) =>
           `kafka-to-s3: ${((Date.now() - started) / 1000).toFixed(0)} s: read ${s.recordsRead}, verified ${s.recordsVerified}, committed ${s.recordsCommitted}, ` +
             `uploading ${s.uploading}, held ${mib(s.inflightBytes)}, oldest uncommitted ${(s.oldestUncommittedAgeMillis / 1000).toFixed(1)} s, throttles ${s.throttles}, retries ${s.retries}`
         ),
+      onLeftOnRevoke: (s) =>
+        console.error(
+          `kafka-to-s3: left on revoke: partition ${s.partition}, ${s.records} records at offsets ${s.ranges.map((r) => `${r.firstOffset}-${r.lastOffset}`).join(",")} ` +
+            `(stored, not committed: the partition's next owner archives them again)`
+        ),
       onStop: (r) => {
         reason = r
         if (r !== "signal") console.error(`kafka-to-s3: ${r === "committed" ? `${args.untilCommitted} records committed` : `${args.maxSeconds} s elapsed`}: draining …`)
@@ -182,6 +190,7 @@ const main = (args: NonNullable<ReturnType<typeof parse>>) =>
       recordsRead: stats.recordsRead,
       recordsVerified: stats.recordsVerified,
       recordsCommitted: stats.recordsCommitted,
+      recordsLeftOnRevoke: stats.recordsLeftOnRevoke,
       batchesVerified: stats.batchesVerified,
       metrics: endpoint.url
     }

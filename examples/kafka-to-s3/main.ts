@@ -14,7 +14,7 @@
  *
  * Exit codes: 0 drained cleanly, 1 the run failed (or the drain timed out),
  * 2 bad usage or settings. The last stdout line is one JSON object:
- * `{ reason, recordsRead, recordsVerified, recordsCommitted, batchesVerified, metrics }`.
+ * `{ reason, recordsRead, recordsVerified, recordsCommitted, recordsLeftOnRevoke, batchesVerified, metrics }`.
  *
  * This file only turns on Node's module compile cache and then loads the
  * command (Command.ts). A restart spends most of its time loading modules

@@ -54,3 +54,75 @@ export const attribute = (steps: ReadonlyArray<StepWindow>, duplicates: Readonly
   }
   return { records, byStep, unexplained }
 }
+
+/**
+ * A range an archiver announced as left on revoke (its `left on revoke` stderr
+ * line, from the pipeline's `LeftOnRevoke` signal), offsets inclusive: stored,
+ * never committed by it, so the partition's next owner archives it again.
+ */
+export interface AnnouncedRange {
+  readonly instance: string
+  readonly partition: number
+  readonly from: number
+  readonly to: number
+}
+
+/** How the audit's duplicates compare with what the archivers announced. */
+export interface Naming {
+  /** Duplicated records inside an announced range. */
+  readonly named: number
+  /** Records the archivers announced. */
+  readonly announced: number
+  /** The parts of duplicated ranges no announcement covers. */
+  readonly unnamed: ReadonlyArray<DuplicateRange>
+  /** The parts of announced ranges the audit does not find duplicated (an announcement that was wrong). */
+  readonly notDuplicated: ReadonlyArray<DuplicateRange>
+}
+
+/** `ranges` minus `minus`, per partition, offsets inclusive. */
+const subtract = (ranges: ReadonlyArray<DuplicateRange>, minus: ReadonlyArray<DuplicateRange>): Array<DuplicateRange> => {
+  const out: Array<DuplicateRange> = []
+  for (const r of ranges) {
+    let pieces: Array<DuplicateRange> = [r]
+    for (const m of minus) {
+      if (m.partition !== r.partition) continue
+      pieces = pieces.flatMap((p) => {
+        if (m.to < p.from || m.from > p.to) return [p]
+        const left = m.from > p.from ? [{ partition: p.partition, from: p.from, to: m.from - 1 }] : []
+        const right = m.to < p.to ? [{ partition: p.partition, from: m.to + 1, to: p.to }] : []
+        return [...left, ...right]
+      })
+    }
+    out.push(...pieces)
+  }
+  return out
+}
+
+const size = (ranges: ReadonlyArray<DuplicateRange>): number => ranges.reduce((n, r) => n + r.to - r.from + 1, 0)
+
+/**
+ * Compares the audit's duplicated ranges with the announced ones, from both
+ * sides: what was duplicated and not announced, and what was announced and
+ * not duplicated. (Records announced by two archivers count twice in
+ * `announced`: each stored them.)
+ */
+export const name = (duplicates: ReadonlyArray<DuplicateRange>, announced: ReadonlyArray<AnnouncedRange>): Naming => {
+  const unnamed = subtract(duplicates, announced)
+  return {
+    named: size(duplicates) - size(unnamed),
+    announced: size(announced),
+    unnamed,
+    notDuplicated: subtract(announced.map(({ partition, from, to }) => ({ partition, from, to })), duplicates)
+  }
+}
+
+/** Parses an archiver's `left on revoke` line (see `kafka-to-s3/Command.ts`); `undefined` for any other line. */
+export const parseLeftOnRevoke = (instance: string, line: string): ReadonlyArray<AnnouncedRange> | undefined => {
+  const m = /^kafka-to-s3: left on revoke: partition (\d+), \d+ records at offsets ([\d,-]+) /.exec(line)
+  if (m === null) return undefined
+  const partition = Number(m[1])
+  return (m[2] ?? "").split(",").map((range) => {
+    const [from, to] = range.split("-").map(Number)
+    return { instance, partition, from: from ?? NaN, to: to ?? NaN }
+  })
+}

@@ -18,7 +18,15 @@
  * (`duplicates`, records) must lie in the uncommitted window of a partition
  * that changed hands during a step: at or above its committed offset when the
  * step began, below its committed offset when the step ended
- * (`duplicatesBounded`).
+ * (`duplicatesBounded`). And every duplicate must be named by the archiver
+ * that left it: each prints a `left on revoke` line (the pipeline's
+ * `LeftOnRevoke` signal) with the offset ranges a revoke left stored and not
+ * committed; every duplicated range must be announced (`duplicatesNamed`),
+ * but in the SIGKILL step, whose victim cannot speak
+ * (`duplicatesUnnamedKilled`). The other way is reported, not required
+ * (`announcedNotDuplicated`): keys are deterministic, so a next owner whose
+ * batch has the same first and last offsets overwrites the object, and the
+ * bucket holds the record once.
  *
  * Measured from outside (the admin API, every 500 ms): lag (records not yet
  * committed), partitions per instance, the time from each action to a
@@ -51,7 +59,8 @@ import { Admin } from "@platformatic/kafka"
 import { endOffsets } from "../bench/services.ts"
 import { createBucket } from "../kafka-to-s3/produce.ts"
 import { committedOffsets, exited, servicesFromEnv, sleep, startArchiver } from "./KillRuns.ts"
-import { attribute } from "./Duplicates.ts"
+import { attribute, name as nameDuplicates, parseLeftOnRevoke } from "./Duplicates.ts"
+import type { AnnouncedRange } from "./Duplicates.ts"
 import * as ProducerChild from "./ProducerChild.ts"
 import * as Svg from "./Svg.ts"
 
@@ -134,6 +143,9 @@ interface Instance {
 }
 
 const live = new Map<string, Instance>()
+/** The ranges the archivers announced as left on revoke, during the steps (the capacity runs' own groups are not audited). */
+const announced: Array<AnnouncedRange> = []
+let announcing = true
 
 const startInstance = (name: string): Instance => {
   const progress: Array<{ readonly at: number; readonly committed: number }> = []
@@ -144,6 +156,8 @@ const startInstance = (name: string): Instance => {
     {
       env: { NODE_COMPILE_CACHE: COMPILE_CACHE, ...process.env },
       onLine: (line) => {
+        const left = parseLeftOnRevoke(name, line)
+        if (left !== undefined && announcing) announced.push(...left)
         const m = /committed (\d+),/.exec(line)
         if (m !== null && line.startsWith("kafka-to-s3: ")) progress.push({ at: Date.now() - started, committed: Number(m[1]) })
       }
@@ -297,6 +311,8 @@ interface Step {
   /** Records/s committed per instance over the step's hold (its progress lines). */
   ratePerInstance: Record<string, number>
   duplicates: number
+  /** Of `duplicates`, those inside a range an archiver announced as left on revoke. */
+  named: number
 }
 const steps: Array<Step> = []
 
@@ -349,7 +365,8 @@ const step = async (name: string, restarted: string | undefined, action: () => P
     trace,
     lagAtEnd: samples.at(-1)?.lag ?? -1,
     ratePerInstance,
-    duplicates: 0
+    duplicates: 0,
+    named: 0
   }
   steps.push(s)
   log(`  ${trace.join(" → ")}`)
@@ -439,6 +456,16 @@ try {
   for (const s of steps) s.duplicates = attribution.byStep.get(s.step) ?? 0
   const duplicates = attribution.records
   const unexplained = attribution.unexplained
+  announcing = false
+  // Named: the duplicated ranges against the archivers' announcements. The SIGKILL victim cannot announce.
+  const naming = nameDuplicates(duplicated, announced)
+  const killStep = steps.find((s) => s.step.startsWith("SIGKILL"))
+  const inKill = (r: { partition: number; from: number; to: number }) => killStep !== undefined && attribute([killStep], [r]).unexplained.length === 0
+  const unnamed = naming.unnamed.filter((r) => !inKill(r))
+  const unnamedKilled = naming.unnamed.filter(inKill).reduce((n, r) => n + r.to - r.from + 1, 0)
+  const unnamedByStep = attribute(steps, naming.unnamed).byStep
+  for (const s of steps) s.named = s.duplicates - (unnamedByStep.get(s.step) ?? 0)
+  log(`duplicates ${duplicates}: named ${naming.named} (announced ${naming.announced}), unnamed in the SIGKILL step ${unnamedKilled}, unnamed elsewhere ${JSON.stringify(unnamed)}, announced and not duplicated ${JSON.stringify(naming.notDuplicated)}`)
   // Capacity: the whole topic again, from its start, by 1 … N instances in fresh groups.
   const capacity: Array<Record<string, unknown>> = []
   if (options.capacity) {
@@ -489,6 +516,12 @@ try {
     duplicates,
     duplicatesBounded: unexplained.length === 0,
     unexplainedDuplicates: unexplained,
+    duplicatesNamed: unnamed.length === 0,
+    duplicatesAnnounced: naming.announced,
+    duplicatesNamedRecords: naming.named,
+    duplicatesUnnamedKilled: unnamedKilled,
+    unnamedDuplicates: unnamed,
+    announcedNotDuplicated: naming.notDuplicated,
     conflicts: report.conflicts ?? null,
     holes: report.holes?.length ?? null,
     auditOk: report.ok === true,
@@ -535,11 +568,14 @@ writeFileSync(
     `${options.instances} archivers (static members) in one group, ${options.partitions} partitions, ${options.rate} records/s produced throughout;`,
     `each step held ${options.holdMillis / 1000} s after the group settled.`,
     "",
-    "| step | joined (s) | settled (s) | partitions moved | lag at the end | records/s per instance | duplicates |",
-    "|---|---:|---:|---:|---:|---|---:|",
-    ...steps.map((s) => `| ${s.step} | ${s.joinedSeconds ?? "-"} | ${s.settleSeconds} | ${s.moved.length} | ${s.lagAtEnd} | ${Object.entries(s.ratePerInstance).map(([n, r]) => `${n} ${r}`).join(", ")} | ${s.duplicates} |`),
+    "| step | joined (s) | settled (s) | partitions moved | lag at the end | records/s per instance | duplicates | named by the archivers |",
+    "|---|---:|---:|---:|---:|---|---:|---:|",
+    ...steps.map((s) =>
+      `| ${s.step} | ${s.joinedSeconds ?? "-"} | ${s.settleSeconds} | ${s.moved.length} | ${s.lagAtEnd} | ${Object.entries(s.ratePerInstance).map(([n, r]) => `${n} ${r}`).join(", ")} | ${s.duplicates} | ${s.named} |`
+    ),
     "",
-    `Lost ${String(result["lost"])}, duplicates ${String(result["duplicates"])} (bounded: ${String(result["duplicatesBounded"])}), audit ok ${String(result["auditOk"])},`,
+    `Lost ${String(result["lost"])}, duplicates ${String(result["duplicates"])} (bounded: ${String(result["duplicatesBounded"])}; named by the archivers: ${String(result["duplicatesNamed"])},`,
+    `${String(result["duplicatesNamedRecords"])} named of ${String(result["duplicatesAnnounced"])} announced, ${String(result["duplicatesUnnamedKilled"])} unnamed in the SIGKILL step), audit ok ${String(result["auditOk"])},`,
     `slowest restart to a settled group ${String(result["restartRecoverySeconds"])} s, Jain fairness with ${options.instances} instances ${String(result["jainFairness"])}.`,
     "",
     `Capacity on ${availableParallelism()} cores (the topic from its start, ${String(result["produced"])} records, fresh groups):`,
@@ -555,4 +591,6 @@ writeFileSync(
 )
 log(`report: ${dir}`)
 if (options.json) console.log(JSON.stringify({ ...result, steps: undefined }))
-process.exitCode = failure === undefined && result["lost"] === 0 && result["duplicatesBounded"] === true && result["auditOk"] === true ? 0 : 1
+process.exitCode = failure === undefined && result["lost"] === 0 && result["duplicatesBounded"] === true && result["duplicatesNamed"] === true && result["auditOk"] === true
+  ? 0
+  : 1

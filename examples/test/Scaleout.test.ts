@@ -5,8 +5,9 @@
  * 2 → 1 — and every verdict read from outside the archivers: the bucket's
  * audit against the group's committed offsets (nothing lost, no hole, no
  * conflict), every duplicated record inside a moved partition's uncommitted
- * window, and the killed static member's restart settled long before the
- * session timeout (30 s) a dynamic member would wait out.
+ * window and named by the archiver that left it (its `left on revoke` line;
+ * but the SIGKILL victim's), and the killed static member's restart settled
+ * long before the session timeout (30 s) a dynamic member would wait out.
  */
 import { execFile } from "node:child_process"
 import * as Path from "node:path"
@@ -36,6 +37,8 @@ describe("scaleout (smoke)", () => {
       readonly produced: number
       readonly lost: number
       readonly duplicatesBounded: boolean
+      readonly duplicatesNamed: boolean
+      readonly unnamedDuplicates: ReadonlyArray<unknown>
       readonly holes: number
       readonly conflicts: number
       readonly auditOk: boolean
@@ -48,6 +51,8 @@ describe("scaleout (smoke)", () => {
     expect(result.conflicts).toBe(0)
     expect(result.auditOk).toBe(true)
     expect(result.duplicatesBounded).toBe(true)
+    expect(result.unnamedDuplicates).toEqual([])
+    expect(result.duplicatesNamed).toBe(true)
     expect(Object.keys(result.settleSeconds)).toEqual([
       "scale up: start archiver-0",
       "scale up: start archiver-1",

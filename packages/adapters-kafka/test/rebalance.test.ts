@@ -2,9 +2,12 @@
  * Group mode against the real broker: a second member joins mid-run; the first
  * revokes partitions (open batches abandoned, no commit for a partition it no
  * longer owns) and no committed offset ever points past an unverified batch.
+ * Every record archived twice (counted in the two sinks, from outside) is one a
+ * member named as left on revoke (its `LeftOnRevoke` signals and
+ * `recordsLeftOnRevoke`), and every record it named was archived twice.
  */
 import { Fixed, Memory, Pipeline } from "@sluice/core"
-import { Effect, Exit, Fiber, Scope } from "effect"
+import { Effect, Exit, Fiber, Scope, Stream } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import * as KafkaSource from "../src/KafkaSource.ts"
 import {
@@ -53,12 +56,20 @@ describe("consumer-group rebalance", { timeout: 180_000 }, () => {
       // were checked when they were made: start each check at 0 and let the
       // verified ranges (shared by both members) decide.
       const source = checkingSource(kafka, verified)
-      const fiber = Effect.runFork(Pipeline.run({ source, sink, config, policies: Fixed.layer({ concurrency }) }))
+      const handle = await Effect.runPromise(Pipeline.start({ source, sink, config, policies: Fixed.layer({ concurrency }) }).pipe(Scope.provide(scope)))
+      // What this member says a revoke left stored and not committed.
+      const left = new Set<string>()
+      await Effect.runPromise(Stream.runForEach(handle.bus.stream, (signal) =>
+        Effect.sync(() => {
+          if (signal._tag !== "LeftOnRevoke") return
+          for (const r of signal.ranges) for (let o = r.firstOffset; o <= r.lastOffset; o++) left.add(`${signal.partition}/${o}`)
+        })).pipe(Effect.forkIn(scope)))
+      const fiber = Effect.runFork(handle.await)
       const stop = async () => {
         await Effect.runPromise(Fiber.interrupt(fiber))
         await Effect.runPromise(Scope.close(scope, Exit.void))
       }
-      return { kafka, source, fiber, stop }
+      return { kafka, source, fiber, stop, left, stats: handle.stats }
     }
 
     // A: slow uploads, so that it is mid-way when B joins.
@@ -100,6 +111,12 @@ describe("consumer-group rebalance", { timeout: 180_000 }, () => {
       for (let p = 0; p < partitions; p++) {
         for (let o = 0; o < perPartition; o++) expect(counts.get(`${p}/${o}`) ?? 0).toBeGreaterThanOrEqual(1)
       }
+      // The duplicates, named: archived twice exactly where a member said a revoke left records.
+      const twice = [...counts].filter(([, n]) => n > 1).map(([id]) => id).sort()
+      const named = [...a.left, ...b.left].sort()
+      if (process.env["SLUICE_DEBUG"]) console.log(JSON.stringify({ twice: twice.length, named: named.length, leftA: a.stats().recordsLeftOnRevoke, leftB: b.stats().recordsLeftOnRevoke }))
+      expect(twice).toEqual(named)
+      expect([...counts.values()].reduce((n, c) => n + c - 1, 0)).toBe(a.stats().recordsLeftOnRevoke + b.stats().recordsLeftOnRevoke)
       expect(a.fiber.pollUnsafe()).toBeUndefined()
       expect(b.fiber.pollUnsafe()).toBeUndefined()
     } finally {
