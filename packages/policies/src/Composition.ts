@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Fixed, Suggestion } from "@sluice/core"
+import { Config as CoreConfig, Fixed, Suggestion } from "@sluice/core"
 import type { Policy } from "@sluice/core"
 import type { Config, Knob, SignalBus } from "@sluice/core"
 import { Effect, Layer, Result, Schema } from "effect"
@@ -267,6 +267,96 @@ export const parseResult = (spec: string, options: CompositionOptions = {}): Res
     return Result.fail(new UnknownPolicy({ spec, name: "", message: "empty policy spec" }))
   }
   return Result.succeed(rest.length === 0 ? first : Layer.mergeAll(first, ...rest))
+}
+
+/**
+ * The floors a composition guarantees, as the testkit's runner checks them
+ * (`floorViolations`): `concurrency`, and `batchBytes` (the batch target's
+ * bytes).
+ *
+ * @since 0.5.0
+ */
+export interface CompositionFloors {
+  readonly concurrency?: number | undefined
+  readonly batchBytes?: number | undefined
+}
+
+/** A member's declared bounds: its config input decoded with its schema, then `Policy.bounds`. */
+const boundsOf = <C, S, I>(policy: Policy.Policy<C, S, I>, input: I) => (): Result.Result<Policy.KnobBounds, Config.ConfigError> =>
+  Result.map(CoreConfig.decodeResult(policy.name, policy.config, input), policy.bounds)
+
+/** Each member of a composition string as {@link parseResult} builds it, as its bounds. */
+const membersOf = (part: string): ReadonlyArray<() => Result.Result<Policy.KnobBounds, Config.ConfigError>> => {
+  switch (part) {
+    case "default":
+      return [
+        boundsOf(DeliveryRate.policy, defaultsBase.deliveryRate),
+        boundsOf(Throttle.policy, defaultsBase.throttle),
+        boundsOf(SharedPressure.policy, {}),
+        boundsOf(AdaptiveBatch.policy, {})
+      ]
+    case "classic":
+      return [boundsOf(Aimd.policy, {}), boundsOf(Throttle.policy, {}), boundsOf(SharedPressure.policy, {}), boundsOf(AdaptiveBatch.policy, {})]
+    case "aimd":
+      return [boundsOf(Aimd.policy, {})]
+    case "deliveryrate":
+      return [boundsOf(DeliveryRate.policy, {})]
+    case "throttle":
+      return [boundsOf(Throttle.policy, {})]
+    case "shared":
+      return [boundsOf(SharedPressure.policy, {})]
+    case "batch":
+      return [boundsOf(AdaptiveBatch.policy, {})]
+    case "gradient2":
+      return [boundsOf(Gradient2.policy, {})]
+    case "vegas":
+      return [boundsOf(Vegas.policy, {})]
+    default:
+      return []
+  }
+}
+
+/**
+ * The floors a composition string guarantees: each member's declared floors
+ * (`Policy.bounds` of its config as {@link parse} builds it), and per knob the
+ * **lowest** of the members that move it — the knobs' combiners take the
+ * minimum of the proposals (`Knob`), so a composition is only as high as its
+ * lowest floor. `fixed:N` holds N. The testkit's CLI checks a run against
+ * them (`floorViolations`).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Composition } from "@sluice/policies"
+ * import { Result } from "effect"
+ *
+ * const floors = Composition.floorsResult("default")
+ * Result.isSuccess(floors) // true: { concurrency: 1, batchBytes: 1048576 } with the shipped defaults
+ * ```
+ *
+ * @since 0.5.0
+ */
+export const floorsResult = (spec: string): Result.Result<CompositionFloors, UnknownPolicy | Config.ConfigError> => {
+  const parsed = parseResult(spec)
+  if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
+  let concurrency: number | undefined
+  let batchBytes: number | undefined
+  const lowest = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b))
+  for (const part of spec.split("+").map((p) => p.trim().toLowerCase())) {
+    const fixed = /^fixed:(\d+)$/.exec(part)
+    if (fixed !== null) {
+      concurrency = lowest(concurrency, Number(fixed[1]))
+      continue
+    }
+    for (const member of membersOf(part)) {
+      const result = member()
+      if (Result.isFailure(result)) return Result.fail(result.failure)
+      const bounds = result.success
+      concurrency = lowest(concurrency, bounds.concurrency?.floor)
+      batchBytes = lowest(batchBytes, bounds.batchTarget?.floor)
+    }
+  }
+  return Result.succeed({ ...(concurrency === undefined ? {} : { concurrency }), ...(batchBytes === undefined ? {} : { batchBytes }) })
 }
 
 /**

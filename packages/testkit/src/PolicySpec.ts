@@ -185,11 +185,21 @@ const isModuleSpecifier = (member: string): boolean =>
 /** Could be an npm package name (a built-in name also could: those are tried first). */
 const isPackageName = (member: string): boolean => /^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(\/[\w./-]+)?$/i.test(member)
 
-const mergeFloors = (a: Floors | undefined, b: Floors | undefined): Floors | undefined =>
-  a === undefined ? b : b === undefined ? a : {
-    ...(a.concurrency !== undefined || b.concurrency !== undefined ? { concurrency: Math.max(a.concurrency ?? 1, b.concurrency ?? 1) } : {}),
-    ...(a.batchBytes !== undefined || b.batchBytes !== undefined ? { batchBytes: Math.max(a.batchBytes ?? 1, b.batchBytes ?? 1) } : {})
-  }
+/**
+ * The floors of two members composed: per knob the lower of the declared ones.
+ * The knobs' combiners take the minimum of the proposals (core `Knob`), so a
+ * composition holds only its lowest member's floor; the higher one would count
+ * every sample where a lower-floored member rightly cut below it. A member that
+ * declares no floor for a knob does not lower it.
+ */
+const mergeFloors = (a: Floors | undefined, b: Floors | undefined): Floors | undefined => {
+  if (a === undefined) return b
+  if (b === undefined) return a
+  const lower = (x: number | undefined, y: number | undefined) => (x === undefined ? y : y === undefined ? x : Math.min(x, y))
+  const concurrency = lower(a.concurrency, b.concurrency)
+  const batchBytes = lower(a.batchBytes, b.batchBytes)
+  return { ...(concurrency === undefined ? {} : { concurrency }), ...(batchBytes === undefined ? {} : { batchBytes }) }
+}
 
 /**
  * The knobs the build check starts from. Any values do: the check only builds
@@ -342,6 +352,23 @@ const fromModule = (spec: string, member: string): Effect.Effect<ResolvedPolicy,
     })
   })
 
+/**
+ * The floors `@sluice/policies` declares for a composition of its built-ins
+ * (`Composition.floorsResult`: each member's `Policy.bounds`, the lowest per
+ * knob), or `undefined` when it does not say (an older version).
+ */
+const builtInFloors = (composition: unknown, spec: string): Floors | undefined => {
+  const floorsResult = isRecord(composition) ? composition["floorsResult"] : undefined
+  if (typeof floorsResult !== "function") return undefined
+  const floors: unknown = (floorsResult as (s: string) => unknown)(spec)
+  if (!Result.isResult(floors) || Result.isFailure(floors) || !isRecord(floors.success)) return undefined
+  const { concurrency, batchBytes } = floors.success
+  return {
+    ...(typeof concurrency === "number" ? { concurrency } : {}),
+    ...(typeof batchBytes === "number" ? { batchBytes } : {})
+  }
+}
+
 /** `base`, `fixed:N`, or a composition of `@sluice/policies`' built-ins. */
 const builtIn = (spec: string, trimmed: string): Effect.Effect<ResolvedPolicy, PolicySpecError> => {
   if (trimmed === "base") return Effect.succeed({ label: "base", policies: undefined, floors: undefined })
@@ -377,9 +404,9 @@ const builtIn = (spec: string, trimmed: string): Effect.Effect<ResolvedPolicy, P
       : Effect.isEffect(parsed)
       ? yield* Effect.mapError(parsed as Effect.Effect<unknown, unknown>, (e) => new PolicySpecError({ spec, message: messageOf(e) }))
       : parsed
-    if (Layer.isLayer(result)) return { label: trimmed, policies: result as PoliciesLayer<unknown>, floors: undefined }
+    if (Layer.isLayer(result)) return { label: trimmed, policies: result as PoliciesLayer<unknown>, floors: builtInFloors(composition, trimmed) }
     if (isRecord(result) && Layer.isLayer(result["layer"])) {
-      const floors = isRecord(result["floors"]) ? (result["floors"] as Floors) : undefined
+      const floors = isRecord(result["floors"]) ? (result["floors"] as Floors) : builtInFloors(composition, trimmed)
       return { label: trimmed, policies: result["layer"] as PoliciesLayer<unknown>, floors }
     }
     return yield* new PolicySpecError({ spec, message: "Composition.parse did not return a Layer" })

@@ -173,8 +173,8 @@ describe("sluice-sim", () => {
     expect(code).toBe(0)
     const summary = JSON.parse(out.at(-1) ?? "{}") as { floorViolations: number; durationSeconds: number }
     expect(summary.floorViolations).toBe(summary.durationSeconds * 10) // one per 100 ms sample
-    // Composed with built-ins, the module's floor still counts.
-    const composed = await capture(["run", join(dir, "ok.json"), "--policy", `${BELOW_FLOOR}+throttle`, "--json"])
+    // Composed with a policy whose floor is higher (fixed:8), the module's floor (the lowest) still counts.
+    const composed = await capture(["run", join(dir, "ok.json"), "--policy", `${BELOW_FLOOR}+fixed:8`, "--json"])
     expect(JSON.parse(composed.out.at(-1) ?? "{}")).toMatchObject({ floorViolations: 100 })
   })
 

@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { Config } from "@sluice/core"
+import { Aimd, AdaptiveBatch, Composition, Throttle } from "@sluice/policies"
 import * as PolicySpec from "../src/PolicySpec.ts"
 import * as Runner from "../src/Runner.ts"
 import * as Scenario from "../src/Scenario.ts"
@@ -38,9 +40,22 @@ describe("PolicySpec: policies from their own module", () => {
   it.effect("a module Policy's declared floors (Policy.bounds of its decoded config) are the spec's floors, composed too (issue 29)", () =>
     Effect.gen(function*() {
       expect((yield* PolicySpec.resolve(CAPPED)).floors).toEqual({ concurrency: 3 })
-      expect((yield* PolicySpec.resolve(`${CAPPED}+throttle+shared`)).floors).toEqual({ concurrency: 3 })
-      // With fixed:N beside it, the higher floor counts (as before).
-      expect((yield* PolicySpec.resolve(`${CAPPED}+fixed:5`)).floors).toEqual({ concurrency: 5 })
+      // Composed, the lowest floor counts: the knobs' combiners take the minimum of
+      // the proposals, so throttle (floor 1) may rightly cut below the module's 3,
+      // and fixed:5 beside it is held to 3.
+      expect((yield* PolicySpec.resolve(`${CAPPED}+throttle+shared`)).floors).toEqual({ concurrency: 1 })
+      expect((yield* PolicySpec.resolve(`${CAPPED}+fixed:5`)).floors).toEqual({ concurrency: 3 })
+    }))
+
+  it.effect("a built-in composition's floors are its members' declared ones, the lowest per knob (issue 29)", () =>
+    Effect.gen(function*() {
+      // From the policies' own declarations (Policy.bounds of their default configs), not from the testkit.
+      const concurrencyFloor = (yield* Config.decode("throttle", Throttle.policy.config, Composition.defaultsBase.throttle)).floor
+      const batchFloor = (yield* Config.decode("batch", AdaptiveBatch.policy.config, {})).minBytes
+      expect((yield* PolicySpec.resolve("default")).floors).toEqual({ concurrency: concurrencyFloor, batchBytes: batchFloor })
+      expect((yield* PolicySpec.resolve("batch")).floors).toEqual({ batchBytes: batchFloor })
+      expect((yield* PolicySpec.resolve("fixed:6+aimd")).floors).toEqual({ concurrency: Math.min(6, (yield* Config.decode("aimd", Aimd.policy.config, {})).floor) })
+      expect((yield* PolicySpec.resolve("shared")).floors).toEqual({})
     }))
 
   it.effect("a module whose default export is not a policy, or that cannot be imported, is a PolicySpecError saying so", () =>
