@@ -20,7 +20,10 @@
  *   round trip and a retry (`svc + f/(1−f) × base` expected per request);
  *   above the store's serving limit (`Store.servingLimit`: its knee, or
  *   `throttleAbove` when lower) the store is flat and nothing is gained, so
- *   `c` runs to that limit and never meets a throttle;
+ *   `c` runs to that limit and never meets a throttle — but a store with
+ *   `throttleAbove: 0` refuses every request with `throttleProbability`
+ *   whatever `c`, so those refusals count as failures too (all of them: no
+ *   capacity);
  * - **rate**: at most `rateLimit` object uploads per second (`rateLimit × s`).
  *
  * Capacity is the maximum over `c` of `c · s(c) / T(s(c))` (bytes/s), with
@@ -90,6 +93,14 @@ export const largestObjectBytes = (
 }
 
 /**
+ * The chance that a request of the ideal pipeline fails: `errorRate`, and for a
+ * store that refuses every request (`throttleAbove: 0`) its throttles too (a
+ * throttle above a positive `throttleAbove` the ideal pipeline never meets).
+ */
+const failureOf = (params: StoreParams): number =>
+  params.throttleAbove === 0 ? 1 - (1 - params.errorRate) * (1 - params.throttleProbability) : params.errorRate
+
+/**
  * The oracle's capacity (payload bytes per second) for a store in state
  * `params`, with `queuedBytes` waiting (use `Infinity` for the store's own
  * limit whatever the backlog) and `inflowBytesPerSecond` arriving.
@@ -116,7 +127,7 @@ export const capacity = (
   for (let c = 1; c <= limit; c++) {
     const s = largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond)
     const records = Math.max(1, s / world.recordBytes)
-    const millis = batchMillis(params, s, records, params.errorRate)
+    const millis = batchMillis(params, s, records, failureOf(params))
     let bytesPerSecond = Number.isFinite(millis) ? (c * s * 1000) / millis : 0
     if (params.rateLimit !== null) bytesPerSecond = Math.min(bytesPerSecond, params.rateLimit * s)
     if (bytesPerSecond > best) best = bytesPerSecond

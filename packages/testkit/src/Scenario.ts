@@ -13,6 +13,7 @@ import { isAbsolute } from "node:path"
 const NonNegative = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
 const Probability = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
  * A bandwidth given as text (`"64 MiB/s"`, `"100 MB/s"`) or bytes per second.
@@ -39,7 +40,7 @@ const storeFields = {
   knee: PositiveInt,
   kneeQueue: Schema.Literals(["shared", "arrival"]),
   jitter: NonNegative,
-  throttleAbove: Schema.NullOr(PositiveInt),
+  throttleAbove: Schema.NullOr(NonNegativeInt),
   throttleProbability: Probability,
   errorRate: Probability,
   rateLimit: Schema.NullOr(Schema.Finite.check(Schema.isGreaterThan(0)))

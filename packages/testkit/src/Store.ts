@@ -31,7 +31,10 @@
  *   throughput — as MinIO queues requests beyond `requests_max` and answers
  *   SlowDown once they wait too long, and as S3's per-prefix request rate caps
  *   what a client gets however many requests it sends: keeping requests in
- *   flight above it, most of them refused, gains nothing;
+ *   flight above it, most of them refused, gains nothing. `throttleAbove: 0`
+ *   refuses every request with that probability, however few are in flight:
+ *   a store shedding all load (with probability 1, a SlowDown outage, as
+ *   `npm run bench:peer -- --trouble slowdown` applies to the real server);
  * - independently, a `500 InternalError` with probability `errorRate`;
  * - with `rateLimit` (object uploads per second, a token bucket holding one
  *   second of tokens), an object upload finding the bucket empty gets a

@@ -75,6 +75,14 @@ describe("Oracle", () => {
     expect(capped).toBeLessThan(never)
   })
 
+  it.effect("a store refusing every request (throttleAbove 0, p = 1: a SlowDown outage) has no capacity, and verifies nothing", () =>
+    Effect.gen(function*() {
+      const outage: Store.StoreParams = { ...Store.defaultParams, knee: 8, throttleAbove: 0, throttleProbability: 1 }
+      expect(Oracle.capacity(outage, world, Infinity, 0)).toBe(0)
+      expect(yield* flood(outage, 1, 4_000_000, 10_000)).toBe(0)
+      expect(yield* flood(outage, 8, 4_000_000, 10_000)).toBe(0)
+    }))
+
   // The store model itself (outside the oracle): requests in flight above
   // throttleAbove that are let through wait, so 16 in flight verify no more than
   // 4, with 90 % of the requests above it refused.
@@ -101,7 +109,8 @@ describe("Oracle", () => {
     ["slow", { ...Store.defaultParams, knee: 8, baseLatencyMillis: 80, jitter: 0.3 }],
     ["throttles above 4 (p = 0.5)", { ...Store.defaultParams, knee: 12, throttleAbove: 4, throttleProbability: 0.5 }],
     ["errors 10 %", { ...Store.defaultParams, knee: 8, errorRate: 0.1 }],
-    ["rate limited", { ...Store.defaultParams, knee: 8, rateLimit: 20 }]
+    ["rate limited", { ...Store.defaultParams, knee: 8, rateLimit: 20 }],
+    ["refuses half of all requests, however few (throttleAbove 0, p = 0.5)", { ...Store.defaultParams, knee: 8, throttleAbove: 0, throttleProbability: 0.5 }]
   ]
   for (const [name, params] of cases) {
     it.effect(`no concurrency or object size beats it: ${name}`, () =>

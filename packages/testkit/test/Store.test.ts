@@ -124,6 +124,18 @@ describe("Store", () => {
       expect(store.counters).toMatchObject({ requests: 3, throttled: 1, errors: 1 })
     }))
 
+  it.effect("throttleAbove 0 refuses a request with nothing else in flight (a store shedding all load)", () =>
+    Effect.gen(function*() {
+      const store = Store.make({ ...quiet, throttleAbove: 0, throttleProbability: 1 }, 1)
+      const lone = yield* Effect.forkChild(Effect.flip(store.sink(0).putObject(batch(10, 10, 0))))
+      yield* TestClock.adjust(1000)
+      expect(yield* Fiber.join(lone)).toMatchObject({ failureClass: "Throttled", code: "SlowDown", status: 503 })
+      store.update({ throttleAbove: 1 })
+      const alone = yield* Effect.forkChild(Effect.exit(store.sink(0).putObject(batch(10, 10, 10))))
+      yield* TestClock.adjust(1000)
+      expect(Exit.isSuccess(yield* Fiber.join(alone))).toBe(true)
+    }))
+
   it.effect("rate-limits object uploads with 429 and Retry-After", () =>
     Effect.gen(function*() {
       const store = Store.make({ ...quiet, rateLimit: 2 }, 1)
