@@ -5,7 +5,7 @@
  * producer keeps writing to, while the store is in trouble for a minute.
  *
  * ```sh
- * npm run bench:peer -- --trouble slowdown,slower [--rate 20000] [--seconds 150] [--json]
+ * npm run bench:peer -- --trouble slowdown,slower [--contenders sluice,peer] [--rate 20000] [--seconds 150] [--json]
  * ```
  *
  * The troubles, from `--trouble-at` (30 s after the archiver's spawn) for
@@ -315,6 +315,12 @@ export const main = async (): Promise<void> => {
     console.error(`bench:peer --trouble: slowdown or slower, got ${bad}`)
     process.exit(2)
   }
+  const contenders = arg("contenders", "sluice,peer").split(",").map((c) => c.trim())
+  const unknown = contenders.find((c) => c !== "sluice" && c !== "peer")
+  if (unknown !== undefined || contenders.length === 0) {
+    console.error(`bench:peer --contenders: sluice and/or peer, got ${unknown ?? "nothing"}`)
+    process.exit(2)
+  }
   const python = process.env["SLUICE_PEER_PYTHON"]
   const toxiproxyUrl = process.env["SLUICE_TOXIPROXY_URL"]
   if (python === undefined || toxiproxyUrl === undefined) {
@@ -337,7 +343,7 @@ export const main = async (): Promise<void> => {
   }
   const rows: Array<Row> = []
   for (const trouble of troubles as ReadonlyArray<Trouble>) {
-    for (const contender of ["sluice", "peer"] as const) {
+    for (const contender of contenders as ReadonlyArray<"sluice" | "peer">) {
       options.say(`${trouble} × ${contender}: ${options.rate} records/s for ${options.seconds} s, the store in trouble from ${options.troubleAt} s for ${options.troubleSeconds} s`)
       const row = await run(trouble, contender, options)
       rows.push(row)

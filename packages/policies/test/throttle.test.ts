@@ -117,6 +117,37 @@ describe("Throttle", () => {
     expect(s.limit).toBe(12)
   })
 
+  it("an outage (a refusal at the floor) ends on requests accepted at the floor: three after the last refusal, manifests and verifies too, restore the pre-outage limit", () => {
+    const c = config({ restoreAfterMillis: 60_000 })
+    let s = Policy.replay(Throttle.policy, c, [
+      [{ ...failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), inflightAtStart: 12 }, 100],
+      [{ ...failure(400, "Throttled", { startedAt: 350, limitAtStart: 6 }), inflightAtStart: 1 }, 400]
+    ]).state
+    expect(s.episode.throttledAt).toBe(c.floor)
+    // Accepted before the last refusal: no evidence.
+    s = Throttle.policy.step(s, sample(500, 200, { startedAt: 300, inflightAtStart: 1 }), 500).state
+    expect(s.mode).not.toBe("open")
+    // After it, at the floor, one batch's three requests.
+    s = Throttle.policy.step(s, sample(600, 50, { startedAt: 550, inflightAtStart: 1 }), 600).state
+    s = Throttle.policy.step(s, sample(620, 10, { startedAt: 610, inflightAtStart: 1, stage: "manifest_upload" }), 620).state
+    expect(s.mode).not.toBe("open")
+    s = Throttle.policy.step(s, sample(640, 10, { startedAt: 630, inflightAtStart: 1, stage: "verify" }), 640).state
+    expect(s.mode).toBe("open")
+    expect(s.limit).toBe(12)
+  })
+
+  it("a storm refused above the floor is not ended by requests accepted at the floor, nor by manifests and verifies", () => {
+    const c = config({ restoreAfterMillis: 60_000 })
+    let s = Policy.replay(Throttle.policy, c, [[{ ...failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), inflightAtStart: 12 }, 100]]).state
+    expect(s.episode.throttledAt).toBe(12)
+    for (let i = 0; i < 5; i++) {
+      s = Throttle.policy.step(s, sample(600 + i, 50, { startedAt: 550, inflightAtStart: c.floor }), 600 + i).state
+      s = Throttle.policy.step(s, sample(700 + i, 10, { startedAt: 650, inflightAtStart: 13, stage: "manifest_upload" }), 700 + i).state
+      s = Throttle.policy.step(s, sample(800 + i, 10, { startedAt: 750, inflightAtStart: 13, stage: "verify" }), 800 + i).state
+    }
+    expect(s.mode).not.toBe("open")
+  })
+
   it("does not restore early when a throttle interrupts the clean run", () => {
     const c = config({ restoreAfterMillis: 60_000 })
     let s = Policy.replay(Throttle.policy, c, [[failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), 100]]).state

@@ -10,7 +10,10 @@
  * - a success counts toward `clear` only when its request began after the last
  *   throttle *and* with more in flight than `throttledAt` — growth inside the
  *   region never throttled is no evidence, clean requests above the refused
- *   level are (a throttle resets the count);
+ *   level are (a throttle resets the count) — or, when the store refused a
+ *   request at the floor, with any in flight: a refusal at the floor marks no
+ *   level (the store shed all load, as in a SlowDown outage), and the policy
+ *   holds the floor, so successes there are the only evidence it ends;
  * - {@link CLEAR_SAMPLES} such successes in a row: the storm has cleared, and
  *   the policy lifts what the episode imposed (each says how).
  *
@@ -37,29 +40,40 @@ export interface ThrottleEpisode {
   readonly throttledAt: number
   /** When the last throttle was seen (`-Infinity`: never). */
   readonly lastThrottleAt: number
-  /** Successes in a row, begun after the last throttle, from above `throttledAt`. */
+  /** Successes in a row, begun after the last throttle, from above `throttledAt` (or from anywhere when `atFloor`). */
   readonly clear: number
+  /** A request was refused at the floor this episode (`throttledAt` is the floor). */
+  readonly atFloor: boolean
 }
 
 /** No episode, no throttle ever seen. */
-export const none: ThrottleEpisode = { throttledAt: Infinity, lastThrottleAt: -Infinity, clear: 0 }
+export const none: ThrottleEpisode = { throttledAt: Infinity, lastThrottleAt: -Infinity, clear: 0, atFloor: false }
 
 /** An episode is in progress. */
 export const active = (e: ThrottleEpisode): boolean => e.throttledAt !== Infinity
 
 /** A throttle of a request that began with `inflightAtStart` in flight (counted at no less than `floor`). */
-export const throttled = (e: ThrottleEpisode, floor: number, inflightAtStart: number, now: number): ThrottleEpisode => ({
-  throttledAt: Math.min(e.throttledAt, Math.max(floor, inflightAtStart)),
-  lastThrottleAt: now,
-  clear: 0
-})
+export const throttled = (e: ThrottleEpisode, floor: number, inflightAtStart: number, now: number): ThrottleEpisode => {
+  const throttledAt = Math.min(e.throttledAt, Math.max(floor, inflightAtStart))
+  return { throttledAt, lastThrottleAt: now, clear: 0, atFloor: throttledAt <= floor }
+}
 
 /** A success: counts toward `clear` when it began after the last throttle from above the refused level. */
 export const succeeded = (e: ThrottleEpisode, startedAt: number, inflightAtStart: number): ThrottleEpisode =>
-  active(e) && startedAt >= e.lastThrottleAt && inflightAtStart > e.throttledAt ? { ...e, clear: e.clear + 1 } : e
+  active(e) && startedAt >= e.lastThrottleAt && (inflightAtStart > e.throttledAt || e.atFloor) ? { ...e, clear: e.clear + 1 } : e
+
+/**
+ * Any other request the store accepted (a manifest, a verify): evidence only in
+ * an episode refused at the floor, where the policy holds the floor and cuts
+ * the rate, so object uploads alone come too seldom to end an outage soon (a
+ * 60 s SlowDown outage, `slowdown-outage`: uploads every 2 s at the rate's
+ * least, the end seen 6.4 s after it, 3.5 s counting these).
+ */
+export const answered = (e: ThrottleEpisode, startedAt: number): ThrottleEpisode =>
+  active(e) && e.atFloor && startedAt >= e.lastThrottleAt ? { ...e, clear: e.clear + 1 } : e
 
 /** The storm has cleared: {@link CLEAR_SAMPLES} successes in a row from above the refused level. */
 export const cleared = (e: ThrottleEpisode): boolean => e.clear >= CLEAR_SAMPLES
 
 /** The episode is over (the last throttle's time is kept: one-cut-per-round rules read it). */
-export const end = (e: ThrottleEpisode): ThrottleEpisode => ({ ...e, throttledAt: Infinity, clear: 0 })
+export const end = (e: ThrottleEpisode): ThrottleEpisode => ({ ...e, throttledAt: Infinity, clear: 0, atFloor: false })

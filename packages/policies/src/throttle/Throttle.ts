@@ -338,6 +338,8 @@ export const policy: Policy.Policy<ThrottleConfig, ThrottleState, Config.Input<t
       else if (signal.failure.stage === "object_upload") next = onSuccess(s, -Infinity, now)
     } else if (signal._tag === "UploadSample" && signal.stage === "object_upload") {
       next = onSuccess(s, signal.startedAt, now, signal.inflightAtStart)
+    } else if (signal._tag === "UploadSample") {
+      next = s.mode === "open" ? s : { ...s, episode: ThrottleEpisode.answered(s.episode, signal.startedAt) }
     } else if (signal._tag === "Tick") {
       next = signal.knobs.concurrency === s.knob ? s : { ...s, knob: signal.knobs.concurrency }
     } else if (signal._tag === "Inflight") {
