@@ -123,6 +123,15 @@ describe("a policy package outside the repository, from the packed tarballs", { 
       expect(plot.stderr).toContain("plotting needs vega and vega-lite, which @sluice/testkit does not install")
       expect(plot.stderr).toContain("npm install --save-dev vega@^6.4.0 vega-lite@^6.5.0")
       expect(existsSync(join(at, "out.svg"))).toBe(false)
+      // The scenarios the docs cite ship in the packages, at importable paths (issue 29).
+      for (const shipped of ["@sluice/testkit/scenarios/knee-24.json", "@sluice/policies/scenarios/slowdown-outage.json"]) {
+        const where = await run("node", ["--input-type=module", "-e", `import { fileURLToPath } from "node:url"; console.log(fileURLToPath(import.meta.resolve(${JSON.stringify(shipped)})))`], at)
+        ok(where, `resolve ${shipped}`)
+        const file = where.stdout.trim()
+        const r = await run("npx", ["sluice-sim", "run", file, "--policy", "default", "--json"], at)
+        ok(r, `sluice-sim run ${shipped} (its bounds hold with the default)`)
+        expect((JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "{}") as { readonly scenario?: string }).scenario).toBe(shipped.replace(/^.*\/(.*)\.json$/, "$1"))
+      }
       const alone = await sim("./dist/index.js")
       ok(alone, "sluice-sim alone (its scenario's bounds hold)")
       expect(alone.summary.policy).toBe("./dist/index.js")
