@@ -16,16 +16,16 @@ const toolDir = join(root, "tools/docs")
 
 interface PackageJson {
   readonly name: string
-  readonly exports: Record<string, null | Record<string, string>>
+  readonly exports: Record<string, null | string | Record<string, string>>
 }
 
-/** Every public entry point: `[import specifier, source file]`, wildcards and `null`s left out. */
+/** Every public entry point: `[import specifier, source file]`, wildcards, `null`s and data files (a plain path: JSON the package ships) left out. */
 const entryPoints = (): Array<readonly [string, string]> => {
   const out: Array<readonly [string, string]> = []
   for (const dir of readdirSync(join(root, "packages")).sort()) {
     const pkg = JSON.parse(readFileSync(join(root, "packages", dir, "package.json"), "utf8")) as PackageJson
     for (const [subpath, target] of Object.entries(pkg.exports)) {
-      if (target === null || subpath.includes("*")) continue
+      if (target === null || typeof target === "string" || subpath.includes("*")) continue
       const source = target["@sluice/source"]
       if (source === undefined) throw new Error(`${pkg.name} exports ${subpath} without a "@sluice/source" file`)
       out.push([subpath === "." ? pkg.name : `${pkg.name}/${subpath.slice(2)}`, resolve(root, "packages", dir, source)])
