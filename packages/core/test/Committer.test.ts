@@ -22,19 +22,25 @@ const batchesFrom = (firstOffset: number, n: number) => {
   return sealer.append(Record.syntheticChunk("s", 0, firstOffset, n * 10, 1), { records: 10, bytes: 1e9, maxAgeMillis: 1e9 }, 0)
 }
 
+/** A source that commits while it owns the partition and refuses after `own(false)`; `sent` is what it committed (from outside). */
+const ownedSource = () => {
+  const sent: Array<number> = []
+  let owned = true
+  const source: Pick<Source.Source, "commit"> = {
+    commit: (partition, nextOffset) =>
+      Effect.sync((): Source.CommitOutcome => {
+        if (!owned) return { _tag: "CommitRefused", partition, nextOffset, reason: "not owned (test)" }
+        sent.push(nextOffset)
+      })
+  }
+  return { source, sent, own: (yes: boolean) => void (owned = yes) }
+}
+
 describe("Committer", () => {
   it.effect("a commit the source refuses is neither counted nor taken as the committed position", () =>
     Effect.gen(function*() {
       // From outside: what the source really committed.
-      const sent: Array<number> = []
-      let owned = true
-      const source: Pick<Source.Source, "commit"> = {
-        commit: (partition, nextOffset) =>
-          Effect.sync((): Source.CommitOutcome => {
-            if (!owned) return { _tag: "CommitRefused", partition, nextOffset, reason: "not owned (test)" }
-            sent.push(nextOffset)
-          })
-      }
+      const { source, sent, own } = ownedSource()
       const stats = makeStats("open")
       const committer = yield* Committer.make({ source, stats, metrics: makeMetrics(), publish: () => {} })
 
@@ -43,7 +49,7 @@ describe("Committer", () => {
       if (a0 === undefined || a1 === undefined) throw new Error("expected 2 batches")
       committer.register(a0)
       committer.register(a1)
-      owned = false
+      own(false)
       yield* committer.verified(a0)
       expect(sent).toEqual([])
       expect(stats.recordsCommitted).toBe(0)
@@ -53,7 +59,7 @@ describe("Committer", () => {
       // The revoke, then the partition back (the same member): re-read from the
       // group's offset (0), sealed again, committed for real.
       yield* committer.forget("s", [0])
-      owned = true
+      own(true)
       const [b0] = batchesFrom(0, 1)
       if (b0 === undefined) throw new Error("expected a batch")
       committer.register(b0)
@@ -65,15 +71,7 @@ describe("Committer", () => {
 
   it.effect("a revoke names what it leaves in storage uncommitted: refused, verified ahead, and verified after the revoke", () =>
     Effect.gen(function*() {
-      const sent: Array<number> = []
-      let owned = true
-      const source: Pick<Source.Source, "commit"> = {
-        commit: (partition, nextOffset) =>
-          Effect.sync((): Source.CommitOutcome => {
-            if (!owned) return { _tag: "CommitRefused", partition, nextOffset, reason: "not owned (test)" }
-            sent.push(nextOffset)
-          })
-      }
+      const { source, sent, own } = ownedSource()
       const stats = makeStats("open")
       const signals: Array<SignalBus.Signal> = []
       const committer = yield* Committer.make({ source, stats, metrics: makeMetrics(), publish: (s) => void signals.push(s) })
@@ -86,7 +84,7 @@ describe("Committer", () => {
       }
       for (const b of [b0, b1, b2, b3, b4, b5]) committer.register(b)
       yield* committer.verified(b0)
-      owned = false
+      own(false)
       yield* committer.verified(b1)
       yield* committer.verified(b3)
       yield* committer.forget("s", [0])
