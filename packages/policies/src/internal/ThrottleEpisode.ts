@@ -58,7 +58,7 @@ export const throttled = (e: ThrottleEpisode, floor: number, inflightAtStart: nu
   return { throttledAt, lastThrottleAt: now, clear: 0, atFloor: throttledAt <= floor }
 }
 
-/** A success: counts toward `clear` when it began after the last throttle from above the refused level. */
+/** A success: counts toward `clear` when it began after the last throttle from above the refused level (from anywhere when `atFloor`). */
 export const succeeded = (e: ThrottleEpisode, startedAt: number, inflightAtStart: number): ThrottleEpisode =>
   active(e) && startedAt >= e.lastThrottleAt && (inflightAtStart > e.throttledAt || e.atFloor) ? { ...e, clear: e.clear + 1 } : e
 
@@ -66,8 +66,9 @@ export const succeeded = (e: ThrottleEpisode, startedAt: number, inflightAtStart
  * Any other request the store accepted (a manifest, a verify): evidence only in
  * an episode refused at the floor, where the policy holds the floor and cuts
  * the rate, so object uploads alone come too seldom to end an outage soon (a
- * 60 s SlowDown outage, `slowdown-outage`: uploads every 2 s at the rate's
- * least, the end seen 6.4 s after it, 3.5 s counting these).
+ * 60 s SlowDown outage on `throttle-storm`'s store: uploads every 2 s at the
+ * rate's least, the end seen 6.4 s after it, 3.5 s counting these;
+ * `docs/design/generalization.md`).
  */
 export const answered = (e: ThrottleEpisode, startedAt: number): ThrottleEpisode =>
   active(e) && e.atFloor && startedAt >= e.lastThrottleAt ? { ...e, clear: e.clear + 1 } : e
