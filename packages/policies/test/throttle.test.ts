@@ -136,6 +136,32 @@ describe("Throttle", () => {
     expect(s.limit).toBe(12)
   })
 
+  it("an outage's end restores only a cut the batches fill (RESTORE_BUSY_SHARE, on the window so far): a backlog's, not a trickle's", () => {
+    const c = config({ restoreAfterMillis: 60_000 })
+    const outage = Policy.replay(Throttle.policy, c, [
+      [{ ...failure(100, "Throttled", { startedAt: 50, limitAtStart: 8 }), inflightAtStart: 1 }, 100]
+    ]).state
+    expect(outage.episode.throttledAt).toBe(c.floor)
+    /** The Inflight signal: `batches` uploading against the cut limit (the Tick's knob, 1 here). */
+    const busy = (at: number, batches: number) => ({ ...inflight(at, 0), batches })
+    const end = (s: typeof outage, batches: number) => {
+      let next = Throttle.policy.step(s, { _tag: "Tick", at: 500, knobs: { ...tick(500).knobs, concurrency: 1 } }, 500).state
+      for (let i = 0; i < 8; i++) next = Throttle.policy.step(next, busy(510 + i, batches), 510 + i).state
+      for (const [i, stage] of (["object_upload", "manifest_upload", "verify"] as const).entries()) {
+        next = Throttle.policy.step(next, sample(600 + i, 10, { startedAt: 590 + i, inflightAtStart: 1, stage }), 600 + i).state
+      }
+      return next
+    }
+    // A backlog behind the floor: the cut limit is full; the old limit comes back at once.
+    const backlog = end(outage, 1)
+    expect(backlog.mode).toBe("open")
+    expect(backlog.limit).toBe(8)
+    // A trickle that never fills it keeps the cut (a probe above it would cost throttles for nothing).
+    const trickle = end(outage, 0)
+    expect(trickle.mode).not.toBe("open")
+    expect(trickle.limit).toBeLessThan(8)
+  })
+
   it("a storm refused above the floor is not ended by requests accepted at the floor, nor by manifests and verifies", () => {
     const c = config({ restoreAfterMillis: 60_000 })
     let s = Policy.replay(Throttle.policy, c, [[{ ...failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), inflightAtStart: 12 }, 100]]).state

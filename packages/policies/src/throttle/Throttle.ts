@@ -239,6 +239,13 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
   // Restore after `restoreAfterMillis` without a throttle, or as soon as the
   // storm has cleared (`ThrottleEpisode.cleared`).
   const cleared = s.mode !== "open" && ThrottleEpisode.cleared(s.episode)
+  // Cleared from above the refused level: the store took more than it refused,
+  // so the cut goes whatever it costs. Cleared at the floor (an outage that
+  // ended): the store takes requests again, which says nothing of a level, so
+  // the cut goes only when it costs something, as at the timed restore — but on
+  // the window so far, not a whole one: a backlog held behind the floor fills it
+  // at once, and a trickle that never fills it keeps it.
+  const clearedAbove = cleared && !s.episode.atFloor
   if (!cleared && now - s.episode.lastThrottleAt < s.config.restoreAfterMillis) return s
   // BBR-style restore of both knobs: a rate cut during an episode that ended
   // must not keep the pipeline slow (a cubic from a tiny measured rate takes
@@ -246,7 +253,7 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
   // The measured send rate is kept: the next episode cuts from it (a reset
   // measurement made the next throttle cut the rate to `MIN_RATE`).
   const rate = CubicRate.rate(s.rate) === null ? s.rate : { ...s.rate, enabled: false }
-  if (!cleared && s.mode !== "open" && !worthProbing(s, now)) {
+  if (!clearedAbove && s.mode !== "open" && !(cleared ? filled(s) : worthProbing(s, now))) {
     // The concurrency cut cost nothing over a full window: it stays (a probe
     // above it would cost throttles for nothing) and the next window is
     // measured. The rate is released all the same: under the cut concurrency
