@@ -50,6 +50,7 @@ import { join } from "node:path"
 import * as StoreProxy from "../replay/StoreProxy.ts"
 import * as Svg from "../soak/Svg.ts"
 import * as Faults from "../faults/Services.ts"
+import { argValue } from "./cli.ts"
 import * as PeerArchive from "./peer-archive.ts"
 import * as Services from "./services.ts"
 
@@ -73,10 +74,7 @@ const SENDS_PER_SECOND = 10
 type Trouble = "slowdown" | "slower"
 type Contender = "sluice" | "peer"
 
-const arg = (name: string, fallback: string): string => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback
-}
+const arg = (name: string, fallback: string): string => argValue(name) ?? fallback
 const number = (name: string, fallback: number, min: number, max: number): number => {
   const n = Number(arg(name, String(fallback)))
   if (!Number.isFinite(n) || n < min || n > max) {

@@ -98,7 +98,8 @@ const subtract = (ranges: ReadonlyArray<DuplicateRange>, minus: ReadonlyArray<Du
   return out
 }
 
-const size = (ranges: ReadonlyArray<DuplicateRange>): number => ranges.reduce((n, r) => n + r.to - r.from + 1, 0)
+/** Offsets in `ranges` (each inclusive). */
+export const size = (ranges: ReadonlyArray<DuplicateRange>): number => ranges.reduce((n, r) => n + r.to - r.from + 1, 0)
 
 /**
  * Compares the audit's duplicated ranges with the announced ones, from both

@@ -59,7 +59,7 @@ import { Admin } from "@platformatic/kafka"
 import { endOffsets } from "../bench/services.ts"
 import { createBucket } from "../kafka-to-s3/produce.ts"
 import { committedOffsets, exited, servicesFromEnv, sleep, startArchiver } from "./KillRuns.ts"
-import { attribute, name as nameDuplicates, parseLeftOnRevoke } from "./Duplicates.ts"
+import { attribute, name as nameDuplicates, parseLeftOnRevoke, size } from "./Duplicates.ts"
 import type { AnnouncedRange } from "./Duplicates.ts"
 import * as ProducerChild from "./ProducerChild.ts"
 import * as Svg from "./Svg.ts"
@@ -462,7 +462,7 @@ try {
   const killStep = steps.find((s) => s.step.startsWith("SIGKILL"))
   const inKill = (r: { partition: number; from: number; to: number }) => killStep !== undefined && attribute([killStep], [r]).unexplained.length === 0
   const unnamed = naming.unnamed.filter((r) => !inKill(r))
-  const unnamedKilled = naming.unnamed.filter(inKill).reduce((n, r) => n + r.to - r.from + 1, 0)
+  const unnamedKilled = size(naming.unnamed.filter(inKill))
   const unnamedByStep = attribute(steps, naming.unnamed).byStep
   for (const s of steps) s.named = s.duplicates - (unnamedByStep.get(s.step) ?? 0)
   log(`duplicates ${duplicates}: named ${naming.named} (announced ${naming.announced}), unnamed in the SIGKILL step ${unnamedKilled}, unnamed elsewhere ${JSON.stringify(unnamed)}, announced and not duplicated ${JSON.stringify(naming.notDuplicated)}`)

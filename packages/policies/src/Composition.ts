@@ -239,6 +239,9 @@ const one = (spec: string, part: string, options: CompositionOptions): Result.Re
   }
 }
 
+/** A composition string's members, as written (`+`-joined, case and spaces ignored). */
+const partsOf = (spec: string): ReadonlyArray<string> => spec.split("+").map((p) => p.trim().toLowerCase())
+
 /**
  * Parses a composition string synchronously.
  *
@@ -255,9 +258,8 @@ const one = (spec: string, part: string, options: CompositionOptions): Result.Re
  * @since 0.1.0
  */
 export const parseResult = (spec: string, options: CompositionOptions = {}): Result.Result<Policies, UnknownPolicy> => {
-  const parts = spec.split("+").map((p) => p.trim().toLowerCase())
   const layers: Array<Policies> = []
-  for (const part of parts) {
+  for (const part of partsOf(spec)) {
     const r = one(spec, part, options)
     if (Result.isFailure(r)) return Result.fail(r.failure)
     layers.push(r.success)
@@ -285,35 +287,25 @@ export interface CompositionFloors {
 const boundsOf = <C, S, I>(policy: Policy.Policy<C, S, I>, input: I) => (): Result.Result<Policy.KnobBounds, Config.ConfigError> =>
   Result.map(CoreConfig.decodeResult(policy.name, policy.config, input), policy.bounds)
 
-/** Each member of a composition string as {@link parseResult} builds it, as its bounds. */
-const membersOf = (part: string): ReadonlyArray<() => Result.Result<Policy.KnobBounds, Config.ConfigError>> => {
-  switch (part) {
-    case "default":
-      return [
-        boundsOf(DeliveryRate.policy, defaultsBase.deliveryRate),
-        boundsOf(Throttle.policy, defaultsBase.throttle),
-        boundsOf(SharedPressure.policy, {}),
-        boundsOf(AdaptiveBatch.policy, {})
-      ]
-    case "classic":
-      return [boundsOf(Aimd.policy, {}), boundsOf(Throttle.policy, {}), boundsOf(SharedPressure.policy, {}), boundsOf(AdaptiveBatch.policy, {})]
-    case "aimd":
-      return [boundsOf(Aimd.policy, {})]
-    case "deliveryrate":
-      return [boundsOf(DeliveryRate.policy, {})]
-    case "throttle":
-      return [boundsOf(Throttle.policy, {})]
-    case "shared":
-      return [boundsOf(SharedPressure.policy, {})]
-    case "batch":
-      return [boundsOf(AdaptiveBatch.policy, {})]
-    case "gradient2":
-      return [boundsOf(Gradient2.policy, {})]
-    case "vegas":
-      return [boundsOf(Vegas.policy, {})]
-    default:
-      return []
-  }
+/**
+ * Each built-in name's members as {@link parseResult} builds them, as their
+ * bounds (`fixed:N` is read from the name; an unknown name fails the parse first).
+ */
+const membersOf: Readonly<Record<string, ReadonlyArray<() => Result.Result<Policy.KnobBounds, Config.ConfigError>>>> = {
+  default: [
+    boundsOf(DeliveryRate.policy, defaultsBase.deliveryRate),
+    boundsOf(Throttle.policy, defaultsBase.throttle),
+    boundsOf(SharedPressure.policy, {}),
+    boundsOf(AdaptiveBatch.policy, {})
+  ],
+  classic: [boundsOf(Aimd.policy, {}), boundsOf(Throttle.policy, {}), boundsOf(SharedPressure.policy, {}), boundsOf(AdaptiveBatch.policy, {})],
+  aimd: [boundsOf(Aimd.policy, {})],
+  deliveryrate: [boundsOf(DeliveryRate.policy, {})],
+  throttle: [boundsOf(Throttle.policy, {})],
+  shared: [boundsOf(SharedPressure.policy, {})],
+  batch: [boundsOf(AdaptiveBatch.policy, {})],
+  gradient2: [boundsOf(Gradient2.policy, {})],
+  vegas: [boundsOf(Vegas.policy, {})]
 }
 
 /**
@@ -342,13 +334,13 @@ export const floorsResult = (spec: string): Result.Result<CompositionFloors, Unk
   let concurrency: number | undefined
   let batchBytes: number | undefined
   const lowest = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b))
-  for (const part of spec.split("+").map((p) => p.trim().toLowerCase())) {
+  for (const part of partsOf(spec)) {
     const fixed = /^fixed:(\d+)$/.exec(part)
     if (fixed !== null) {
       concurrency = lowest(concurrency, Number(fixed[1]))
       continue
     }
-    for (const member of membersOf(part)) {
+    for (const member of membersOf[part] ?? []) {
       const result = member()
       if (Result.isFailure(result)) return Result.fail(result.failure)
       const bounds = result.success

@@ -100,6 +100,9 @@ interface Want {
   records: number
 }
 
+/** A batch's offsets and records, as a `LeftOnRevoke` range. */
+const rangeOf = (b: LeftRange): LeftRange => ({ firstOffset: b.firstOffset, lastOffset: b.lastOffset, records: b.records })
+
 /**
  * Builds a committer.
  *
@@ -168,7 +171,6 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
       // is refused at once by the Kafka source; see Source.CommitRefused).
       forget: (source, partitions) =>
         Effect.gen(function*() {
-          const dropped = tracker.forget(source, partitions)
           for (const p of partitions) {
             const id = `${source}/${p}`
             const want = wanted.get(id)
@@ -177,9 +179,7 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
             if (want !== undefined && want.records > 0) {
               ranges.push({ firstOffset: want.firstOffset, lastOffset: want.nextOffset - 1, records: want.records })
             }
-            for (const b of dropped) {
-              if (b.partition === p && b.verified) ranges.push({ firstOffset: b.firstOffset, lastOffset: b.lastOffset, records: b.records })
-            }
+            for (const b of tracker.forget(source, [p])) if (b.verified) ranges.push(rangeOf(b))
             yield* leftOnRevoke(source, p, ranges)
           }
         }).pipe(lock.withPermit),
@@ -187,7 +187,7 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
         Effect.suspend(() => {
           if (!tracker.isPending(batch)) {
             // Uploading when its partition was revoked: stored, never committed here.
-            return leftOnRevoke(batch.source, batch.partition, [{ firstOffset: batch.firstOffset, lastOffset: batch.lastOffset, records: batch.records }])
+            return leftOnRevoke(batch.source, batch.partition, [rangeOf(batch)])
           }
           const advance = tracker.verified(batch)
           if (advance === undefined) return Effect.void
