@@ -204,6 +204,38 @@ describe("Uploader retries", () => {
       expect((firstCommitAt ?? Infinity) - started).toBeLessThan(6_000)
     }))
 
+  it.effect("a throttled batch is taken again before the batches sealed after it (oldest first), not behind them", () =>
+    Effect.gen(function*() {
+      // One upload at a time, 3 s each (1 s a request); the whole topic (4 partitions
+      // × 10 batches, a batch's chunk every 10 ms) is read within a second, so ~39
+      // batches wait. Partition 0's first batch
+      // is throttled once: its retry, due after a backoff of seconds, goes before the
+      // batches still waiting (in arrival order it went behind all of them, last).
+      const puts: Array<string> = []
+      let throttled = false
+      const source = Memory.source({ name: "t", partitions: 4, records: 1_000, recordBytes: 16, chunkRecords: 100, intervalMillis: 10 })
+      const base = Memory.sink({
+        latencyMillis: () => 1_000,
+        fault: (op, key) => {
+          if (op !== "putObject" || throttled || !key.includes("p=00000/00000000000000000000-")) return undefined
+          throttled = true
+          return failure("Throttled", "SlowDown", "object_upload")
+        }
+      })
+      const sink: Sink.Sink = {
+        ...base,
+        putObject: (batch) => Effect.tap(base.putObject(batch), () => Effect.sync(() => puts.push(batch.key)))
+      }
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { concurrency: 1, batch: { records: 100 } } }), { stepMillis: 10, maxMillis: 600_000 })
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(throttled).toBe(true)
+      expect(puts).toHaveLength(40)
+      const first = puts.findIndex((key) => key.includes("p=00000/00000000000000000000-"))
+      expect(first).toBeGreaterThanOrEqual(1)
+      expect(first).toBeLessThanOrEqual(4)
+      expect([...source.committed.values()]).toEqual([1_000, 1_000, 1_000, 1_000])
+    }))
+
   it.effect("a store that refuses connections for seconds (a restart) is ridden through: every record committed", () =>
     Effect.gen(function*() {
       // 7 refusals in a row: ~12 s of backoff (100 ms doubling), within the 30 s.
