@@ -193,6 +193,37 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
     expect(await groupOffsets(groupId, topic, partitions)).toEqual(await endOffsets(topic, partitions))
   })
 
+  it("a restart's backlog is sealed once read (caughtUp), not maxAge later: committed within seconds with maxAge 60 s", async () => {
+    await requireBroker()
+    const topic = topicName("caughtup")
+    const partitions = 2
+    const perPartition = 2000
+    await createTopic(topic, partitions)
+    await produce(topic, partitions, { count: perPartition, recordBytes: RECORD_BYTES })
+    const groupId = `${topic}-g`
+    const all = Array.from({ length: partitions }, (_, p) => p)
+    // Batches far larger than the backlog, and a maxAge longer than the test's
+    // bound: only the caught-up seal can commit the backlog in time.
+    const config = { batch: { records: 1_000_000, bytes: "64 MiB", maxAge: "60 seconds" } }
+    const sink = Memory.sink()
+    const started = Date.now()
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const kafka = yield* KafkaSource.make({ brokers: brokers(), topic, mode: { kind: "group", groupId }, statsHistory: FULL_HISTORY })
+      const fiber = yield* Effect.forkChild(Pipeline.run({ source: kafka, sink, config }))
+      yield* Effect.promise(() =>
+        waitFor("the backlog committed", () => all.every((p) => (kafka.committed.get(p) ?? 0) >= perPartition), 20_000)
+      )
+      yield* Fiber.interrupt(fiber)
+    })))
+    const took = Date.now() - started
+    // From outside: the broker holds the end offsets, well before maxAge.
+    expect(await groupOffsets(groupId, topic, partitions)).toEqual(await endOffsets(topic, partitions))
+    expect(took).toBeLessThan(20_000)
+    const manifests = [...sink.manifests.values()]
+    expect(manifests.map((m) => m.sealReason)).toEqual(all.map(() => "caughtUp"))
+    expect(manifests.map((m) => m.lastOffset - m.firstOffset + 1).reduce((a, b) => a + b, 0)).toBe(partitions * perPartition)
+  })
+
   it("pauses fetching while the read gate is closed and resumes when it opens", async () => {
     await requireBroker()
     const topic = topicName("pause")

@@ -29,6 +29,8 @@ const describeEvent = (e: Source.SourceEvent): string =>
     ? `chunk ${e.partition}@${e.firstOffset}`
     : e._tag === "RetentionGap"
     ? `gap ${e.partition}`
+    : e._tag === "CaughtUp"
+    ? `caught up ${e.partition}@${e.nextOffset}`
     : `${e._tag} ${e.partitions.join(",")}`
 
 const bufferOf = (maxEvents: number, maxBytes: number) => {

@@ -52,14 +52,25 @@ describe("bounded read-ahead", { timeout: 120_000 }, () => {
       expect(source.stats.records).toBeLessThan(partitions * 4000 / 2) // far from everything
       // Taking events makes room, and reading goes on, still within the bound.
       let maxHeld = held
+      // Each partition's backlog (the whole topic, produced before the source
+      // started) is announced read once, after its last chunk.
+      const caughtUp: Array<readonly [number, number]> = []
+      const readTo = new Map<number, number>()
       for (let taken = 0; source.stats.records < partitions * 4000 || source.stats.prefetched.events > 0; taken++) {
         const event = await next()
-        expect(event?._tag).toBe("RecordChunk")
+        if (event?._tag === "CaughtUp") {
+          expect(readTo.get(event.partition)).toBe(event.nextOffset)
+          caughtUp.push([event.partition, event.nextOffset])
+        } else {
+          expect(event?._tag).toBe("RecordChunk")
+          if (event?._tag === "RecordChunk") readTo.set(event.partition, event.firstOffset + event.count)
+        }
         maxHeld = Math.max(maxHeld, source.stats.prefetched.bytes)
         if (taken > 100_000) throw new Error("did not read the whole topic")
       }
       expect(maxHeld).toBeLessThanOrEqual(prefetchBytes + BATCH_BYTES)
       expect(source.stats.records).toBe(partitions * 4000)
+      expect(caughtUp.sort((a, b) => a[0] - b[0])).toEqual(Array.from({ length: partitions }, (_, p) => [p, 4000]))
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }

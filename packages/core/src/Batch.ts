@@ -24,10 +24,12 @@ import { chunkOf } from "./Record.ts"
  * - `drain`: the source ended or the pipeline is shutting down.
  * - `gap`: the source reported a retention gap on the partition; the batch before
  *   the gap is sealed so the next one starts at the log start and records it.
+ * - `caughtUp`: the source read the partition's backlog (`Source.CaughtUp`): the
+ *   records written before this run are committed without waiting `maxAge`.
  *
  * @since 0.1.0
  */
-export const SealReason = Schema.Literals(["records", "bytes", "age", "pressure", "drain", "gap"])
+export const SealReason = Schema.Literals(["records", "bytes", "age", "pressure", "drain", "gap", "caughtUp"])
 
 /**
  * `SealReason` as a type: what the `SealReason` schema decodes to.

@@ -68,11 +68,29 @@ export interface CommitRefused {
 export type CommitOutcome = void | CommitRefused
 
 /**
+ * The source's reader of a partition has delivered every record that was in
+ * the log when the partition was assigned (up to `nextOffset`, exclusive):
+ * the backlog a restart or a new assignment starts from. Those records were
+ * written before this run read them, so the pipeline seals the partition's
+ * open batch at once (`caughtUp`) instead of waiting `maxAge` for more. A
+ * source announces it at most once per assignment of a partition; one that
+ * does not know leaves it out (the Kafka source announces it).
+ *
+ * @since 0.2.0
+ */
+export interface CaughtUp {
+  readonly _tag: "CaughtUp"
+  readonly partition: number
+  /** The offset after the last record of the backlog. */
+  readonly nextOffset: number
+}
+
+/**
  * What a source stream carries.
  *
  * @since 0.1.0
  */
-export type SourceEvent = RecordChunk | RetentionGap | PartitionsRevoked
+export type SourceEvent = RecordChunk | RetentionGap | PartitionsRevoked | CaughtUp
 
 /**
  * A source failed.

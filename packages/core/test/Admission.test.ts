@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Layer, PubSub, Scope, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, PubSub, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { Knob, Memory, Pipeline, Record, SignalBus } from "../src/index.ts"
 import type { Source } from "../src/index.ts"
@@ -56,6 +56,32 @@ describe("MemoryBudget", () => {
 })
 
 describe("Admission", () => {
+  it.effect("CaughtUp seals the partition's open batch at once (caughtUp), not maxAge later; other partitions wait for maxAge", () =>
+    Effect.gen(function*() {
+      // Partition 0's backlog is read and announced caught up; partition 1 has
+      // no announcement. maxAge is 60 s: within a second only partition 0's
+      // records are stored, in one batch sealed `caughtUp`.
+      const sink = Memory.sink()
+      const committed = new Map<number, number>()
+      const source: Source.Source = {
+        ...scripted([
+          Record.syntheticChunk("t", 0, 0, 100, 10),
+          Record.syntheticChunk("t", 1, 0, 100, 10),
+          Record.syntheticChunk("t", 0, 100, 50, 10),
+          { _tag: "CaughtUp", partition: 0, nextOffset: 150 }
+        ], Record.syntheticChunk("t", 1, 100, 1, 10)),
+        commit: (partition, nextOffset) => Effect.sync(() => void committed.set(partition, nextOffset))
+      }
+      const fiber = yield* Effect.forkChild(Pipeline.run({ source, sink, config: { batch: { records: 10_000, maxAge: "60 seconds" } } }))
+      yield* TestClock.adjust(1_000)
+      expect(committed.get(0)).toBe(150)
+      expect(committed.get(1)).toBeUndefined()
+      expect([...sink.manifests.values()].map((m) => [m.partition, m.firstOffset, m.lastOffset, m.sealReason])).toEqual([[0, 0, 149, "caughtUp"]])
+      yield* TestClock.adjust(60_000)
+      expect(committed.get(1)).toBe(101)
+      yield* Fiber.interrupt(fiber)
+    }))
+
   it.effect("a revoke is processed while a chunk waits for budget: the waiting chunk of the revoked partition is skipped", () =>
     Effect.gen(function*() {
       const acked = yield* Deferred.make<void>()

@@ -11,6 +11,7 @@
 import { Source } from "@sluice/core"
 import { Clock, Deferred, Effect } from "effect"
 import { attempt, committedOffsets } from "./client.ts"
+import { ASSIGNED } from "./Context.ts"
 import type { Context } from "./Context.ts"
 import type { EventBuffer } from "./EventBuffer.ts"
 import type { Membership } from "./Membership.ts"
@@ -35,7 +36,8 @@ export const assign = (
         highWatermark: -1,
         hwAt: 0,
         checkStart: true,
-        endAt: -1
+        endAt: -1,
+        backlogEnd: ASSIGNED
       })
       membership.owned.add(p)
     }

@@ -11,6 +11,9 @@ import type { KafkaConfig } from "../KafkaConfig.ts"
 import type { Recorder } from "../KafkaStats.ts"
 import type { KafkaConsumer } from "./client.ts"
 
+/** `PartitionState.backlogEnd` of a partition assigned and not yet placed against its log bounds. */
+export const ASSIGNED = -2
+
 /** The read state of one owned partition. */
 export interface PartitionState {
   readonly partition: number
@@ -22,6 +25,13 @@ export interface PartitionState {
   checkStart: boolean
   /** `until: "caught-up"`: the end offset seen at assignment; -1 until known. */
   endAt: number
+  /**
+   * The log end seen when the partition was placed after its assignment, while
+   * the reader is behind it: `Source.CaughtUp` is announced once `next` reaches
+   * it. `ASSIGNED` until placed; -1 once announced, or when there was nothing
+   * behind.
+   */
+  backlogEnd: number
 }
 
 /**

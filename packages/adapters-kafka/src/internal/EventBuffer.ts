@@ -27,7 +27,7 @@ import type { Wakeup } from "./Context.ts"
 const bytesOf = (event: Source.SourceEvent): number => (event._tag === "RecordChunk" ? Record.heapBytes(event) : 0)
 
 const partitionOf = (event: Source.SourceEvent): number | undefined =>
-  event._tag === "RecordChunk" || event._tag === "RetentionGap" ? event.partition : undefined
+  event._tag === "RecordChunk" || event._tag === "RetentionGap" || event._tag === "CaughtUp" ? event.partition : undefined
 
 /** A bounded, two-lane buffer of source events. */
 export class EventBuffer {

@@ -157,6 +157,22 @@ const absorb = (ctx: Context, response: FetchResponse, requested: ReadonlyMap<nu
  */
 const INITIAL_EXPANSION = 3
 
+/**
+ * The chunks, each partition's `Source.CaughtUp` after its last one once the
+ * reader has reached the log end seen at its assignment (`backlogEnd`;
+ * announced once). A backlog that ends in records the fetch skips (aborted
+ * transactions, control records) is announced without a chunk.
+ */
+const withCaughtUp = (ctx: Context, chunks: ReadonlyArray<Record.RecordChunk>): Array<Source.SourceEvent> => {
+  const events: Array<Source.SourceEvent> = [...chunks]
+  for (const s of ctx.parts.values()) {
+    if (s.backlogEnd < 0 || s.next < s.backlogEnd) continue
+    events.push({ _tag: "CaughtUp", partition: s.partition, nextOffset: s.backlogEnd })
+    s.backlogEnd = -1
+  }
+  return events
+}
+
 /** Bytes on the wire a record takes besides its payload, at least (Kafka's record framing). */
 const MIN_FRAMING_BYTES = 8
 
@@ -184,7 +200,7 @@ export const expansionOf = (chunks: ReadonlyArray<Record.RecordChunk>): number |
 export const makeRound = (ctx: Context) => {
   let round = 0
   let expansion = INITIAL_EXPANSION
-  return (active: ReadonlyArray<PartitionState>, room: number): Effect.Effect<Array<Record.RecordChunk>, Source.SourceError> =>
+  return (active: ReadonlyArray<PartitionState>, room: number): Effect.Effect<Array<Source.SourceEvent>, Source.SourceError> =>
     Effect.gen(function*() {
       const meta = yield* topicMetadata(ctx.consumer, ctx.name, ctx.topic)
       // Rotate the order so that no partition starves when a response fills up.
@@ -212,6 +228,6 @@ export const makeRound = (ctx: Context) => {
         for (const chunk of yield* absorb(ctx, response, requested, now)) chunks.push(chunk)
       }
       expansion = expansionOf(chunks) ?? expansion
-      return chunks
+      return withCaughtUp(ctx, chunks)
     })
 }

@@ -49,7 +49,7 @@ import type { RecordChunk } from "../Record.ts"
 import { splitAt } from "../Record.ts"
 import type { Sealer } from "../Sealer.ts"
 import type { Signal } from "../Signal.ts"
-import type { PartitionsRevoked, RetentionGap, Source, SourceError, SourceEvent } from "../Source.ts"
+import type { CaughtUp, PartitionsRevoked, RetentionGap, Source, SourceError, SourceEvent } from "../Source.ts"
 import * as MemoryBudget from "./MemoryBudget.ts"
 import type { PipelineStats } from "./Stats.ts"
 
@@ -187,6 +187,7 @@ const readAll = (reader: Reader): Effect.Effect<void, SourceError> =>
       if (event === undefined) return yield* sealAll(reader, "drain")
       if (event._tag === "PartitionsRevoked") yield* onRevoke(reader, event)
       else if (event._tag === "RetentionGap") yield* onGap(reader, event)
+      else if (event._tag === "CaughtUp") yield* onCaughtUp(reader, event)
       else yield* acceptChunk(reader, event, epochOf(reader, event.partition))
     }
   })
@@ -366,6 +367,16 @@ const onGap = (reader: Reader, gap: RetentionGap) =>
     stats.openBytes = sealer.openBytes
     sealer.recordGap(gap.source, gap.partition, { expected: gap.expected, logStart: gap.logStart, lostRecords: gap.lostRecords })
     reader.deps.publish({ ...gap, at: now })
+    yield* submit
+  }).pipe(Effect.uninterruptible)
+
+/** The partition's backlog is read: its open batch is sealed now (`caughtUp`), not `maxAge` after it opened. */
+const onCaughtUp = (reader: Reader, event: CaughtUp) =>
+  Effect.gen(function*() {
+    const { sealer, stats, source } = reader.deps
+    const now = yield* Clock.currentTimeMillis
+    const submit = reader.deps.sealed(sealer.sealPartition(source.name, event.partition, "caughtUp", now), now)
+    stats.openBytes = sealer.openBytes
     yield* submit
   }).pipe(Effect.uninterruptible)
 
