@@ -193,15 +193,28 @@ describe("examples/KafkaToS3", () => {
         s3: { ...s3, bucket },
         follow: { stop: Deferred.await(stop), drainDeadline: "30 seconds" }
       }))
-      // Every record read: they sit in open batches (50 000 records, 5 s max age) until the drain seals them.
-      const deadline = Date.now() + 60_000
-      while (read < partitions * perPartition) {
-        if (Date.now() > deadline) throw new Error(`read ${read} of ${partitions * perPartition} records in 60 s`)
-        await new Promise((resolve) => setTimeout(resolve, 50))
+      // The backlog produced before the start is sealed once read (caughtUp). Records
+      // produced after it sit in open batches (50 000 records, 5 s max age) until the
+      // drain seals them.
+      const readAll = async (records: number) => {
+        const deadline = Date.now() + 60_000
+        while (read < records) {
+          if (Date.now() > deadline) throw new Error(`read ${read} of ${records} records in 60 s`)
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
       }
+      await readAll(partitions * perPartition)
+      const more = []
+      for (let partition = 0; partition < partitions; partition++) {
+        for (let offset = perPartition; offset < 2 * perPartition; offset++) {
+          more.push({ topic, partition, key: Buffer.from(`k-${offset}`), value: Buffer.from(`order ${partition}/${offset}`) })
+        }
+      }
+      await producer.send({ messages: more })
+      await readAll(2 * partitions * perPartition)
       Effect.runSync(Deferred.succeed(stop, undefined))
       const stats = await run
-      expect(stats.recordsCommitted).toBe(partitions * perPartition)
+      expect(stats.recordsCommitted).toBe(2 * partitions * perPartition)
       expect(guards[0]?.violations).toEqual([])
 
       const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket }))
@@ -214,10 +227,10 @@ describe("examples/KafkaToS3", () => {
         reasons.add(manifest.sealReason)
         records += manifest.records
       }
-      expect(records).toBe(partitions * perPartition)
-      expect(reasons.has("drain")).toBe(true)
+      expect(records).toBe(2 * partitions * perPartition)
+      expect(reasons).toEqual(new Set(["caughtUp", "drain"]))
       const offsets = await committedOffsets(admin, topic, partitions)
-      expect(offsets).toEqual([perPartition, perPartition])
+      expect(offsets).toEqual([2 * perPartition, 2 * perPartition])
     } finally {
       client.destroy()
       await producer.close().catch(() => undefined)

@@ -9,6 +9,21 @@ import { runVirtual } from "./support.ts"
 const identity = { "sluice.pipeline": "m", "messaging.destination.name": "m" }
 
 describe("Metrics", () => {
+  it.effect("the lag gauge ends on the run's last state: a run shorter than a tick still reports each partition's lag", () =>
+    Effect.gen(function*() {
+      const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
+      const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 })
+      const meterProvider = new MeterProvider({ readers: [reader] })
+      // The run ends within a second; the first tick would come at 10 s.
+      const source = Memory.source({ name: "m", partitions: 2, records: 100, recordBytes: 20 })
+      const exit = yield* runVirtual(Pipeline.run({ source, sink: Memory.sink(), meterProvider, config: { tick: "10 seconds" } }))
+      expect(Exit.isSuccess(exit)).toBe(true)
+      yield* Effect.promise(() => reader.forceFlush())
+      const lag = exporter.getMetrics().flatMap((r) => r.scopeMetrics).flatMap((s) => s.metrics).find((m) => m.descriptor.name === "sluice.source.lag")
+      expect(lag?.dataPoints.map((dp) => [dp.attributes["messaging.destination.partition.id"], dp.value]).sort()).toEqual([["0", 0], ["1", 0]])
+      yield* Effect.promise(() => meterProvider.shutdown())
+    }))
+
   it.effect("records stage durations, seals, verified/committed records and failures on meter @sluice/core, every point with the pipeline's identity", () =>
     Effect.gen(function*() {
       const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)

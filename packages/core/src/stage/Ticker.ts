@@ -15,7 +15,7 @@
  *
  * @since 0.2.0
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Exit, Fiber } from "effect"
 import type { Scope } from "effect"
 import type { SealedBatch } from "../Batch.ts"
 import type { KnobValues } from "../Knob.ts"
@@ -85,9 +85,21 @@ export const run = (deps: TickerDeps, scope: Scope.Scope): Effect.Effect<never> 
     // so sums across pipelines and instances stay true.
     const reported: Reported = { batches: 0, bytes: 0 }
     return yield* Effect.forever(Effect.andThen(Effect.sleep(deps.tickMillis), Effect.suspend(() => tick(deps, lag, reported)))).pipe(
-      Effect.ensuring(Effect.sync(() => {
+      Effect.ensuring(Effect.gen(function*() {
         deps.metrics.inflightBatches.add(-reported.batches)
         deps.metrics.inflightBytes.add(-reported.bytes)
+        // The lag gauges end on the run's last state: one more poll if the
+        // source answers without waiting (from what it holds: the Kafka
+        // source's high watermarks, a memory source's counts), else the
+        // latest answer. A run shorter than the poller's first answer after
+        // the assignment (a backlog committed as soon as it is read) had no
+        // lag series at all. Nothing here waits on the clock: a virtual-clock
+        // test closing its scope must not hang on it.
+        const poll = yield* Effect.forkChild(deps.source.lag)
+        yield* Effect.yieldNow
+        const answered = poll.pollUnsafe()
+        if (answered === undefined) yield* Fiber.interrupt(poll)
+        recordLag(deps.metrics, answered !== undefined && Exit.isSuccess(answered) ? answered.value : lag)
       }))
     )
   })
@@ -108,6 +120,16 @@ const medianOf = (running: PipelineStats["runningUploads"]): RunningUpload | und
   return all[Math.floor(all.length / 2)]
 }
 
+/** Records the lag gauge per partition; the total. */
+const recordLag = (metrics: Instruments, lag: ReadonlyMap<number, number>): number => {
+  let total = 0
+  for (const [partition, records] of lag) {
+    total += records
+    metrics.sourceLag.record(records, { [Attribute.partition]: String(partition) })
+  }
+  return total
+}
+
 /** One tick: age seals, gauges, signals. */
 const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>, reported: Reported) =>
   Effect.gen(function*() {
@@ -118,11 +140,7 @@ const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>, reported: Repo
     stats.openBytes = deps.sealer.openBytes
     yield* submit
     deps.refresh(now)
-    let totalLag = 0
-    for (const [partition, records] of lag) {
-      totalLag += records
-      metrics.sourceLag.record(records, { [Attribute.partition]: String(partition) })
-    }
+    const totalLag = recordLag(metrics, lag)
     metrics.inflightBatches.add(stats.uploading - reported.batches)
     metrics.inflightBytes.add(stats.inflightBytes - reported.bytes)
     reported.batches = stats.uploading
