@@ -166,13 +166,18 @@ export const make = (deps: AdmissionDeps): Effect.Effect<Admission> =>
 
 const epochOf = (reader: Reader, partition: number): number => reader.epochs.get(partition) ?? 0
 
+/**
+ * Hands batches the sealer just sealed on (registered now, see `sealed`) and
+ * refreshes the open bytes; the returned effect submits them.
+ */
+const handOn = (reader: Reader, batches: ReadonlyArray<SealedBatch>, now: number): Effect.Effect<void> => {
+  const submit = reader.deps.sealed(batches, now)
+  reader.deps.stats.openBytes = reader.deps.sealer.openBytes
+  return submit
+}
+
 const sealAll = (reader: Reader, reason: "pressure" | "drain") =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    const { sealer, stats } = reader.deps
-    const submit = reader.deps.sealed(sealer.sealAll(reason, now), now)
-    stats.openBytes = sealer.openBytes
-    return submit
-  })
+  Effect.flatMap(Clock.currentTimeMillis, (now) => handOn(reader, reader.deps.sealer.sealAll(reason, now), now))
 
 /** The reader's loop: every event in order, until the source ends; then seals (`drain`). */
 const readAll = (reader: Reader): Effect.Effect<void, SourceError> =>
@@ -363,8 +368,7 @@ const onGap = (reader: Reader, gap: RetentionGap) =>
     metrics.retentionGapRecords.add(gap.lostRecords, { [Attribute.partition]: String(gap.partition) })
     // The records before the gap go in their own batch; the next batch starts
     // at the log start and carries the gap in its manifest.
-    const submit = reader.deps.sealed(sealer.sealPartition(gap.source, gap.partition, "gap", now), now)
-    stats.openBytes = sealer.openBytes
+    const submit = handOn(reader, sealer.sealPartition(gap.source, gap.partition, "gap", now), now)
     sealer.recordGap(gap.source, gap.partition, { expected: gap.expected, logStart: gap.logStart, lostRecords: gap.lostRecords })
     reader.deps.publish({ ...gap, at: now })
     yield* submit
@@ -372,13 +376,8 @@ const onGap = (reader: Reader, gap: RetentionGap) =>
 
 /** The partition's backlog is read: its open batch is sealed now (`caughtUp`), not `maxAge` after it opened. */
 const onCaughtUp = (reader: Reader, event: CaughtUp) =>
-  Effect.gen(function*() {
-    const { sealer, stats, source } = reader.deps
-    const now = yield* Clock.currentTimeMillis
-    const submit = reader.deps.sealed(sealer.sealPartition(source.name, event.partition, "caughtUp", now), now)
-    stats.openBytes = sealer.openBytes
-    yield* submit
-  }).pipe(Effect.uninterruptible)
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    handOn(reader, reader.deps.sealer.sealPartition(reader.deps.source.name, event.partition, "caughtUp", now), now)).pipe(Effect.uninterruptible)
 
 const onRevoke = (reader: Reader, event: PartitionsRevoked) =>
   Effect.gen(function*() {
