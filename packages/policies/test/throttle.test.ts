@@ -162,6 +162,53 @@ describe("Throttle", () => {
     expect(trickle.limit).toBeLessThan(8)
   })
 
+  it("an outage's end keeps a trickle's cut across window resets: a window just begun carries the last one's verdict, not 'no evidence'", () => {
+    // The real-server trickle (adapters-s3 PolicyReaction) was restored on a
+    // loaded CI machine: the episode had cleared at the floor, a Tick crossed
+    // the window's end (the idle window reset, nothing observed in the new
+    // one), and the next signal, before the next Inflight, read the empty
+    // window as "filled".
+    const c = config({ restoreAfterMillis: 1_000 })
+    let s = Policy.replay(Throttle.policy, c, [
+      [{ ...failure(100, "Throttled", { startedAt: 50, limitAtStart: 8 }), inflightAtStart: 1 }, 100]
+    ]).state
+    const knob1 = (at: number) => ({ _tag: "Tick" as const, at, knobs: { ...tick(at).knobs, concurrency: 1 } })
+    for (let t = 120; t < 1_100; t += 20) {
+      s = Throttle.policy.step(s, { ...inflight(t, 0), batches: 0 }, t).state
+      s = Throttle.policy.step(s, knob1(t), t).state
+    }
+    for (const [i, stage] of (["object_upload", "manifest_upload", "verify"] as const).entries()) {
+      s = Throttle.policy.step(s, sample(600 + i, 10, { startedAt: 590 + i, inflightAtStart: 1, stage }), 600 + i).state
+    }
+    expect(s.mode).not.toBe("open")
+    // The Tick at 1 100 ends the idle window; a sample comes before the next Inflight.
+    s = Throttle.policy.step(s, knob1(1_100), 1_100).state
+    s = Throttle.policy.step(s, sample(1_105, 10, { startedAt: 1_095, inflightAtStart: 1, stage: "verify" }), 1_105).state
+    expect(s.mode).not.toBe("open")
+    expect(s.limit).toBeLessThan(8)
+    // A window with no Inflight signals at all (a starved ticker) is no new evidence either.
+    s = Throttle.policy.step(s, sample(2_200, 10, { startedAt: 2_190, inflightAtStart: 1, stage: "verify" }), 2_200).state
+    expect(s.mode).not.toBe("open")
+    // A burst early in a later window (two batches the cut rate held back, sent
+    // together: 3 of the window's first 10 observations full) is not a window
+    // filled: later windows are judged whole.
+    const window = s.busy.since
+    for (let i = 1; i <= 10; i++) {
+      const t = window + 20 * i
+      s = Throttle.policy.step(s, { ...inflight(t, 0), batches: i > 7 ? 1 : 0 }, t).state
+      s = Throttle.policy.step(s, knob1(t), t).state
+    }
+    s = Throttle.policy.step(s, sample(window + 205, 10, { startedAt: window + 195, inflightAtStart: 1, stage: "verify" }), window + 205).state
+    expect(s.mode).not.toBe("open")
+    // A window the batches fill whole restores it (the backlog the cut costs).
+    for (let t = window + 220; t <= window + 1_020; t += 20) {
+      s = Throttle.policy.step(s, { ...inflight(t, 0), batches: 1 }, t).state
+      s = Throttle.policy.step(s, knob1(t), t).state
+    }
+    expect(s.mode).toBe("open")
+    expect(s.limit).toBe(8)
+  })
+
   it("a storm refused above the floor is not ended by requests accepted at the floor, nor by manifests and verifies", () => {
     const c = config({ restoreAfterMillis: 60_000 })
     let s = Policy.replay(Throttle.policy, c, [[{ ...failure(100, "Throttled", { startedAt: 50, limitAtStart: 12 }), inflightAtStart: 12 }, 100]]).state

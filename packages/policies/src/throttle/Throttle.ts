@@ -116,8 +116,12 @@ export type ThrottleConfig = typeof ThrottleConfig.Type
  */
 export type ThrottleMode = "open" | "backoff" | "recovering"
 
-/** A restore window beginning at `since`, nothing observed yet. */
-const emptyWindow = (since: number): BusyWindow => ({ since, observed: 0, full: 0 })
+/**
+ * A restore window beginning at `since`, nothing observed yet: at a cut, no
+ * evidence (`carried: true`); after a window measured idle, that window's
+ * verdict (`carried: false`) until this one observes something.
+ */
+const emptyWindow = (since: number, carried = true): BusyWindow => ({ since, observed: 0, full: 0, carried })
 
 const rateConfig = (c: ThrottleConfig): CubicRate.CubicRateConfig => ({
   beta: RATE_BETA,
@@ -244,8 +248,15 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
   // ended): the store takes requests again, which says nothing of a level, so
   // the cut goes only when it costs something, as at the timed restore — but on
   // the window so far, not a whole one: a backlog held behind the floor fills it
-  // at once, and a trickle that never fills it keeps it.
+  // at once, and a trickle that never fills it keeps it. Only the first window
+  // after the last cut is judged so far; once one has been measured idle, the
+  // windows after it are judged whole, as at the timed restore. (Judged so far
+  // at every signal, a trickle's cut went at the first short burst early in a
+  // later window: two batches the cut rate had held back, released together,
+  // filled 3 of the new window's first 10 observations; adapters-s3
+  // PolicyReaction, 2 runs in 8 on a loaded machine.)
   const clearedAbove = cleared && !s.episode.atFloor
+  const costs = cleared && s.busy.carried ? filled(s) : worthProbing(s, now)
   if (!cleared && now - s.episode.lastThrottleAt < s.config.restoreAfterMillis) return s
   // BBR-style restore of both knobs: a rate cut during an episode that ended
   // must not keep the pipeline slow (a cubic from a tiny measured rate takes
@@ -253,12 +264,16 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
   // The measured send rate is kept: the next episode cuts from it (a reset
   // measurement made the next throttle cut the rate to `MIN_RATE`).
   const rate = CubicRate.rate(s.rate) === null ? s.rate : { ...s.rate, enabled: false }
-  if (!clearedAbove && s.mode !== "open" && !(cleared ? filled(s) : worthProbing(s, now))) {
+  if (!clearedAbove && s.mode !== "open" && !costs) {
     // The concurrency cut cost nothing over a full window: it stays (a probe
     // above it would cost throttles for nothing) and the next window is
     // measured. The rate is released all the same: under the cut concurrency
     // it only delays the bursts the pipeline sends.
-    const window = now - s.busy.since >= s.config.restoreAfterMillis ? emptyWindow(now) : s.busy
+    // A new window starts from this one's verdict (idle), not from "no
+    // evidence": a signal between the reset and the next `Inflight` (a sample
+    // just after the Tick that ended the window) restored a trickle's cut on
+    // a loaded machine (adapters-s3 PolicyReaction).
+    const window = now - s.busy.since >= s.config.restoreAfterMillis ? emptyWindow(now, false) : s.busy
     return window === s.busy && rate === s.rate ? s : { ...s, rate, busy: window }
   }
   if (s.mode !== "open") return { ...s, mode: "open", limit: s.saved, rate, episode: ThrottleEpisode.end(s.episode) }
@@ -275,9 +290,9 @@ const restore = (s: ThrottleState, now: number): ThrottleState => {
 const worthProbing = (s: ThrottleState, now: number): boolean =>
   now - s.busy.since >= s.config.restoreAfterMillis && filled(s)
 
-/** Batches have filled the concurrency in force at least `RESTORE_BUSY_SHARE` of the window so far (no observations: yes). */
+/** Batches have filled the concurrency in force at least `RESTORE_BUSY_SHARE` of the window so far (no observations yet: the verdict it carried). */
 const filled = (s: ThrottleState): boolean =>
-  s.busy.observed === 0 || s.busy.full >= RESTORE_BUSY_SHARE * s.busy.observed
+  s.busy.observed === 0 ? s.busy.carried : s.busy.full >= RESTORE_BUSY_SHARE * s.busy.observed
 
 const observeInflight = (s: ThrottleState, batches: number): ThrottleState =>
   s.mode === "open"

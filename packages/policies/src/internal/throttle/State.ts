@@ -42,4 +42,10 @@ export interface BusyWindow {
   readonly since: number
   readonly observed: number
   readonly full: number
+  /**
+   * The verdict while nothing is observed yet: `true` for the window a cut
+   * begins (no evidence: probe), `false` for one that follows a window measured
+   * idle (that window is the evidence until this one has its own).
+   */
+  readonly carried: boolean
 }
