@@ -3,13 +3,21 @@
  * policy compositions.
  *
  * ```
- * sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace out.csv] [--plot out.svg] [--max-duration <d>]
- * sluice-sim matrix <dir> --policy <a> [--policy <b> …] [--json] [--max-duration <d>]
+ * sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace <csv>] [--plot <svg>] [--max-duration <d>]
+ * sluice-sim matrix <dir> [--policy <spec>] [--json] [--max-duration <d>]
+ * sluice-sim generate [--family <kind>] [--count <N>] [--seed <S>] [--out <dir>]
+ * sluice-sim family <dir> [--policy <spec>] [--json] [--max-duration <d>]
  * sluice-sim schema
- * sluice-sim --help | --version
+ * sluice-sim --help | --version | --completions <shell>
  * ```
  *
- * Exit codes: 0 all `expect` bounds hold (and for `--help`, `--version`,
+ * The command line is an `effect/cli` definition (`cli/Definition.ts`, also
+ * exported here as {@link sluiceSim}): its flags are typed, `--help` (of the
+ * whole CLI or of one command, `run --help`) and `--completions
+ * bash|zsh|fish|powershell` are generated from it. This module runs what it
+ * parsed.
+ *
+ * Exit codes: 0 all `expect` bounds hold (and for `--help`, `--version`, `--completions`,
  * `schema`), 1 some bound failed, 2 bad usage, scenario or policy. Every bad
  * input is a tagged error whose message names the file, flag or value; `main`
  * prints it to stderr, without a stack trace.
@@ -17,12 +25,12 @@
  * @since 0.1.0
  */
 import { Cause, Effect, Exit, Schema } from "effect"
-import { Config, Suggestion } from "@sluice/core"
 import { readFileSync } from "node:fs"
 import { mkdir, readdir, writeFile } from "node:fs/promises"
 import { dirname, isAbsolute, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Plot from "./Plot.ts"
+import { commandNames, completions, familyMessage, help, parseArgs, type Parsed, suggestion, usage } from "./cli/Definition.ts"
 import * as Family from "./Family.ts"
 import * as PolicySpec from "./PolicySpec.ts"
 import * as Runner from "./Runner.ts"
@@ -31,148 +39,17 @@ import type { BoundFailure, PhaseSummary, Summary } from "./Summary.ts"
 import * as Summaries from "./Summary.ts"
 import * as Trace from "./Trace.ts"
 
-/**
- * The usage text `--help` prints (and bad usage prints to stderr).
- *
- * @since 0.2.0
- */
-export const usage = `usage:
-  sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace out.csv] [--plot out.svg] [--max-duration <d>]
-  sluice-sim matrix <dir> --policy <a> [--policy <b> ...] [--json] [--max-duration <d>]
-  sluice-sim generate --family <kind> --count N --seed S --out <dir>   draw scenarios of a family
-  sluice-sim family <dir> --policy <a> [--policy <b> ...] [--json] [--max-duration <d>]   the distribution per policy
-  sluice-sim schema        print the JSON Schema of scenario files
-  sluice-sim --help | --version
-
-  <spec>: fixed:N | base | a composition of @sluice/policies (e.g. aimd+throttle+shared+batch),
-          with policy modules as members: ./my-policy.js, some-package (e.g. ./arc.js+throttle+shared);
-          a module's default export is a policies Layer, { layer, floors? }, a Policy (with a named
-          export "config"), or { policy, config }
-  --json          also print the summary as JSON on the last line (matrix: an array)
-  --trace <csv>   write the trace (one row per 100 virtual ms) as CSV
-  --plot <svg>    write the trace as an SVG plot
-  --max-duration <d>  refuse scenarios longer than d of virtual time (default 24h), e.g. 48h, "7 days"
-  --family <kind>  slower | slower-throttle | knee-drop | rate-limit | errors-in-slowdown | flapping | ramp | mixed
-
-exit codes: 0 every expect bound holds, 1 a bound failed, 2 bad usage, scenario or policy`
-
-/**
- * The longest virtual duration a scenario may ask for unless `--max-duration`
- * raises it: 24 hours. The shipped scenarios last at most 300 s, and knee-24
- * (1 M records/s) simulates ~230× faster than real time, so a day of virtual
- * time at that load is minutes of wall time and a trace of 864 000 rows; a slip
- * like `"300 hours"` for `"300 seconds"` is refused instead of running for hours.
- *
- * @since 0.2.0
- */
-export const defaultMaxDuration = 24 * 3_600_000
-
-/**
- * What the arguments ask for: a command to run, the help or version text, or
- * bad usage (with the reason).
- *
- * @since 0.2.0
- */
-export type Parsed =
-  | {
-    readonly _tag: "Command"
-    readonly command: string | undefined
-    readonly target: string | undefined
-    readonly policies: ReadonlyArray<string>
-    readonly json: boolean
-    readonly trace: string | undefined
-    readonly plot: string | undefined
-    /** The `--max-duration` cap in virtual milliseconds ({@link defaultMaxDuration} when absent). */
-    readonly maxDuration: number
-    /** `generate`: the family, how many, its seed, where to write. */
-    readonly family?: string | undefined
-    readonly count?: string | undefined
-    readonly seed?: string | undefined
-    readonly out?: string | undefined
-  }
-  | { readonly _tag: "Help" }
-  | { readonly _tag: "Version" }
-  | { readonly _tag: "Invalid"; readonly message: string }
+export {
+  completions,
+  defaultMaxDuration,
+  help,
+  type Parsed,
+  parseArgs,
+  sluiceSim,
+  usage
+} from "./cli/Definition.ts"
 
 type Args = Extract<Parsed, { readonly _tag: "Command" }>
-
-const commands = ["run", "matrix", "generate", "family", "schema"] as const
-const valueOptions = ["--policy", "--trace", "--plot", "--max-duration", "--family", "--count", "--seed", "--out"] as const
-const options = [...valueOptions, "--json", "--help", "--version"] as const
-
-/** ` (did you mean --policy?)` when one known word is within two edits. */
-const suggestion = (word: string, known: ReadonlyArray<string>): string => {
-  const near = known.filter((k) => Suggestion.distance(word, k) <= 2)
-  return near.length === 1 ? ` (did you mean ${near[0]}?)` : ""
-}
-
-/**
- * Parses the arguments (after `node cli.js`).
- *
- * **When to use**: to check what a command line means without running it;
- * `main` calls it.
- *
- * **Details**: `--help`/`-h` and `--version`/`-V` win over everything else on
- * the line. Options take their value as the next argument or after `=`
- * (`--policy=fixed:8`). An unknown option (with a suggestion when one is near),
- * a missing option value, a `--max-duration` that is not a positive duration
- * and an argument beyond the command's are `Invalid`, whose message names them.
- *
- * **Example**
- *
- * ```ts
- * import { Cli } from "@sluice/testkit"
- *
- * const parsed = Cli.parseArgs(["run", "scenario.json", "--policy", "fixed:8"])
- * // { _tag: "Command", command: "run", target: "scenario.json", policies: ["fixed:8"], … }
- * ```
- *
- * @since 0.1.0
- */
-export const parseArgs = (argv: ReadonlyArray<string>): Parsed => {
-  if (argv.some((a) => a === "--help" || a === "-h")) return { _tag: "Help" }
-  if (argv.some((a) => a === "--version" || a === "-V")) return { _tag: "Version" }
-  const policies: Array<string> = []
-  const positional: Array<string> = []
-  let json = false
-  let trace: string | undefined
-  let plot: string | undefined
-  let maxDuration = defaultMaxDuration
-  const named: Record<string, string> = {}
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string
-    const eq = a.indexOf("=")
-    const name = a.startsWith("--") && eq > 0 ? a.slice(0, eq) : a
-    if ((valueOptions as ReadonlyArray<string>).includes(name)) {
-      const v = name === a ? argv[++i] : a.slice(eq + 1)
-      if (v === undefined) return { _tag: "Invalid", message: `${name} needs a value` }
-      if (name === "--policy") policies.push(v)
-      else if (name === "--trace") trace = v
-      else if (name === "--plot") plot = v
-      else if (name === "--family" || name === "--count" || name === "--seed" || name === "--out") named[name.slice(2)] = v
-      else {
-        const millis = Config.parseMillis(v)
-        if (millis === undefined || millis <= 0) {
-          return { _tag: "Invalid", message: `--max-duration needs a positive duration like 48h or "7 days", got ${JSON.stringify(v)}` }
-        }
-        maxDuration = millis
-      }
-    } else if (a === "--json") json = true
-    else if (a.startsWith("-") && a !== "-") return { _tag: "Invalid", message: `unknown option ${a}${suggestion(name, options)}` }
-    else positional.push(a)
-  }
-  const arity = positional[0] === "schema" || positional[0] === "generate" ? 1 : 2
-  const extra = positional[arity]
-  if (extra !== undefined && (commands as ReadonlyArray<string | undefined>).includes(positional[0])) {
-    return {
-      _tag: "Invalid",
-      message: `unexpected argument ${extra}: ${positional[0]} takes ${
-        positional[0] === "schema" || positional[0] === "generate" ? "none" : positional[0] === "run" ? "one scenario file" : "one directory"
-      }`
-    }
-  }
-  return { _tag: "Command", command: positional[0], target: positional[1], policies, json, trace, plot, maxDuration, ...named }
-}
 
 /**
  * The command line is wrong: an unknown command or option, a missing value or
@@ -510,7 +387,7 @@ const generateCommand = (args: Args, print: (line: string) => void) =>
   Effect.gen(function*() {
     const kind = args.family
     if (kind === undefined || !(Family.kinds as ReadonlyArray<string>).includes(kind)) {
-      return yield* new UsageError({ message: `generate needs --family, one of ${Family.kinds.join(", ")}${kind === undefined ? "" : `; got ${JSON.stringify(kind)}${suggestion(kind, Family.kinds)}`}` })
+      return yield* new UsageError({ message: familyMessage(kind) })
     }
     const count = yield* wholeArg("--count", args.count, 1, MAX_GENERATE)
     const seed = yield* wholeArg("--seed", args.seed, 0, 2 ** 31 - 1)
@@ -567,9 +444,9 @@ const describeFailure = (error: unknown): string => {
  * that wants the CLI's output without spawning a process.
  *
  * **Details**: results (the summary, the matrix table, `--help`, `--version`,
- * `schema`) go to `print`; progress (the run, each matrix cell as it starts and
+ * `--completions`, `schema`) go to `print`; progress (the run, each matrix cell as it starts and
  * ends), bad usage and errors go to `printError`. Resolves to 0 when every
- * `expect` bound holds (and for `--help`, `--version` and `schema`), 1 when a
+ * `expect` bound holds (and for `--help`, `--version`, `--completions` and `schema`), 1 when a
  * bound failed or the pipeline failed, 2 on bad usage, scenario or policy.
  *
  * Scenarios and policies are all checked before anything runs. Each bad input
@@ -601,10 +478,13 @@ export const main = async (
   const args = parseArgs(argv)
   switch (args._tag) {
     case "Help":
-      print(usage)
+      print(help(args.command))
       return 0
     case "Version":
       print(version())
+      return 0
+    case "Completions":
+      print(completions(args.shell))
       return 0
     case "Invalid":
       printError(describeFailure(new UsageError({ message: args.message })))
@@ -625,7 +505,7 @@ export const main = async (
     })
     : Effect.fail(
       new UsageError({
-        message: args.command === undefined ? "a command is needed" : `unknown command ${args.command}${suggestion(args.command, commands)}`
+        message: args.command === undefined ? "a command is needed" : `unknown command ${args.command}${suggestion(args.command, commandNames)}`
       })
     )
   const exit = await Effect.runPromiseExit(program)

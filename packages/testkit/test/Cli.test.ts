@@ -4,6 +4,7 @@ import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import * as Cli from "../src/Cli.ts"
+import * as Family from "../src/Family.ts"
 import * as Trace from "../src/Trace.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "sluice-sim-"))
@@ -133,6 +134,52 @@ describe("sluice-sim", () => {
     const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
     const version = await capture(["--version"])
     expect(version).toEqual({ code: 0, out: [pkg.version], err: [] })
+  })
+
+  it("help is generated from the effect/cli definition: the whole CLI, or one command's flags (issue 29)", async () => {
+    const whole = await capture(["--help"])
+    for (const command of ["run <scenario.json>", "matrix <dir>", "generate", "family <dir>", "schema"]) {
+      expect(whole.out.join("\n")).toContain(`sluice-sim ${command}`)
+    }
+    expect(whole.out.join("\n")).toBe(Cli.usage)
+    const run = await capture(["run", "--help"])
+    expect(run).toMatchObject({ code: 0, err: [] })
+    const text = run.out.join("\n")
+    expect(text).toBe(Cli.help("run"))
+    expect(text).toContain("sluice-sim run <scenario.json> [--policy <spec>] [--json] [--trace <csv>] [--plot <svg>] [--max-duration <d>]")
+    expect(text).not.toContain("--family") // generate's flags are not run's
+    // --family lists its choices, from Family.kinds
+    expect((await capture(["generate", "-h"])).out.join("\n")).toContain("(choices: slower, slower-throttle, knee-drop")
+    expect(Cli.parseArgs(["run", "x.json", "-V"])).toEqual({ _tag: "Version" })
+  })
+
+  it("--completions <shell> prints a completion script generated from the definition; exit 0 (issue 29)", async () => {
+    for (const shell of ["bash", "zsh", "fish"] as const) {
+      const { code, out, err } = await capture(["--completions", shell])
+      expect(code).toBe(0)
+      expect(err).toEqual([])
+      const script = out.join("\n")
+      expect(script).toBe(Cli.completions(shell))
+      for (const word of ["sluice-sim", "matrix", "generate", "max-duration", "slower-throttle"]) expect(script).toContain(word)
+    }
+    expect(Cli.parseArgs(["--completions", "sh"])).toEqual({ _tag: "Completions", shell: "bash" })
+    const bad = await capture(["--completions"])
+    expect(bad.code).toBe(2)
+    expect(bad.err.join("\n").split("\n")[0]).toBe("sluice-sim: --completions needs a value")
+  })
+
+  it("each command takes only its own flags; a flag's value may start with - (as before) (issue 29)", async () => {
+    expect(Cli.parseArgs(["schema", "--json"])).toEqual({ _tag: "Invalid", message: "unknown option --json" })
+    expect(Cli.parseArgs(["run", "x.json", "--family", "ramp"])).toEqual({ _tag: "Invalid", message: "unknown option --family" })
+    expect(Cli.parseArgs(["run", "x.json", "--max-duration", "-5s"])).toEqual({
+      _tag: "Invalid",
+      message: `--max-duration needs a positive duration like 48h or "7 days", got "-5s"`
+    })
+    expect(Cli.parseArgs(["run", "x.json", "--trace", "a.csv", "--trace", "b.csv"])).toMatchObject({ trace: "b.csv" }) // the last wins
+    expect(Cli.parseArgs(["generate", "--family", "slowr"])).toEqual({
+      _tag: "Invalid",
+      message: `generate needs --family, one of ${Family.kinds.join(", ")}; got "slowr" (did you mean slower?)`
+    })
   })
 
   it("unknown options, missing values and missing commands exit 2 with the usage on stderr", async () => {
