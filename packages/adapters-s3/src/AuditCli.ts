@@ -1,11 +1,12 @@
 /**
  * The `sluice` command line (the `sluice` bin of `@sluice/adapter-s3`); its
- * one command is `audit`:
+ * command here is `audit` (`sluice calibrate` is `CalibrateCli`):
  *
  * ```
- * sluice audit --bucket <b> [--prefix <p>] [--endpoint <url>] [--region <r>]
- *              [--committed <topic>:<partition>=<offset>,...] [--part-size <size>]
- *              [--concurrency <n>] [--abort-orphans [--older-than <duration>]] [--json]
+ * sluice audit --bucket <bucket> [--prefix <prefix>] [--endpoint <url>] [--region <region>]
+ *              [--committed <list>] [--part-size <size>] [--concurrency <n>] [--abort-orphans]
+ *              [--older-than <duration>] [--json]
+ * sluice --help | --completions <shell>
  * ```
  *
  * It reads the bucket (`AuditS3`), decides (`Audit`) and prints a summary;
@@ -16,55 +17,33 @@
  * that audit is what it prints and what sets the exit code.
  * Exit codes: 0 the archive is proven complete and intact, 1 it is not (or
  * the bucket could not be read, or an abort failed), 2 bad usage (the
- * message names the flag and value). The flags are decoded with an
- * `effect/Schema` ({@link AuditConfig}), every bad input is a tagged error,
- * printed without a stack trace.
+ * message names the flag and value).
+ *
+ * The command line is an `effect/cli` definition (`cli/Definition.ts`): the
+ * flags are declared there once, `--help` (of the whole CLI or of `audit`) and
+ * `--completions bash|zsh|fish|powershell` are generated from it, and this
+ * module maps its errors to the messages `sluice audit` has always printed.
+ * The flags' text is decoded with an `effect/Schema` ({@link AuditConfig});
+ * every bad input is a tagged error, printed without a stack trace.
  *
  * @since 0.3.0
  */
 import { Config } from "@sluice/core"
 import { Cause, Effect, Exit, Result, Schema } from "effect"
+import type { CliError, Completions } from "effect/cli"
 import type * as Audit from "./Audit.ts"
 import * as AuditS3 from "./AuditS3.ts"
+import * as Definition from "./cli/Definition.ts"
 
 /**
- * The usage text (`sluice --help`; printed after a usage error).
+ * The usage text of `sluice audit` (`sluice audit --help`; printed after a
+ * usage error), generated from the `effect/cli` definition
+ * (`cli/Definition.ts`): the synopsis, what the audit proves, every flag, the
+ * global flags, the credentials and the exit codes.
  *
  * @since 0.3.0
  */
-export const usage = `usage:
-  sluice audit --bucket <bucket> [--prefix <prefix>] [--endpoint <url>] [--region <region>]
-               [--committed <topic>:<partition>=<offset>,...] [--part-size <size>] [--concurrency <n>]
-               [--abort-orphans [--older-than <duration>]] [--json]
-  sluice --help
-
-  audit: proves, per partition, that every offset from the first archived to the last (or to the
-  committed offset) is in an object whose checksum, recomputed from its bytes, and record count match
-  its manifest; reports holes, overlapping objects (duplicates are harmless, different content is a
-  conflict), retention gaps recorded in manifests, and incomplete multipart uploads.
-
-  --bucket <bucket>     the bucket to audit (required)
-  --prefix <prefix>     only keys under this prefix (default: the whole bucket)
-  --endpoint <url>      S3 endpoint, e.g. http://127.0.0.1:19000 (default: AWS); path-style addressing
-  --region <region>     signing region (default: $SLUICE_S3_REGION, $AWS_REGION, else us-east-1)
-  --committed <list>    committed offsets (the next offset to read), e.g. orders:0=1200,orders:1=980;
-                        each partition must be archived up to offset - 1
-  --part-size <size>    part size of SHA256 multipart uploads (default 8 MiB; others are tried too)
-  --concurrency <n>     objects read (and uploads aborted) at once, 1..64 (default 4)
-  --abort-orphans       first abort (AbortMultipartUpload) the orphaned multipart uploads initiated longer
-                        ago than --older-than, one line each, then audit: that audit is printed and sets the
-                        exit code; at most ${AuditS3.MAX_UPLOADS_LISTED} uploads a run. The operator does this, not the archiver
-                        at start: another archiver of the same consumer group may own the partition and be
-                        mid-upload. A bucket lifecycle rule (AbortIncompleteMultipartUpload) is the
-                        store-side alternative
-  --older-than <dur>    with --abort-orphans: only uploads initiated longer ago than this, e.g. 30m, 2h, 0s
-                        (default 1h: 60 x the sink's 60 s request timeout; a live upload is younger)
-  --json                print the report as one JSON object on the last line
-
-  credentials: $SLUICE_S3_ACCESS_KEY and $SLUICE_S3_SECRET_KEY when both are set, else the AWS SDK's
-  default chain (AWS_ACCESS_KEY_ID, profiles, instance roles)
-
-exit codes: 0 clean, 1 findings (or the bucket could not be read, or an abort failed), 2 bad usage`
+export const usage: string = Definition.help("audit")
 
 /**
  * The command line is wrong: an unknown command or flag, a missing or bad
@@ -152,21 +131,6 @@ const flags: { readonly [K in keyof AuditConfig]-?: string } = {
   olderThan: "--older-than",
   json: "--json"
 }
-const valueFlags = [
-  "--bucket",
-  "--prefix",
-  "--endpoint",
-  "--region",
-  "--committed",
-  "--part-size",
-  "--concurrency",
-  "--older-than"
-] as const
-const switches = ["--json", "--abort-orphans"] as const
-type Switch = typeof switches[number]
-const isSwitch = (s: string): s is Switch => (switches as ReadonlyArray<string>).includes(s)
-type ValueFlag = typeof valueFlags[number]
-const isValueFlag = (s: string): s is ValueFlag => (valueFlags as ReadonlyArray<string>).includes(s)
 
 /**
  * Parses `--committed`'s value (`topic:partition=offset`, comma-separated;
@@ -207,20 +171,94 @@ export const parseCommitted = (text: string): Result.Result<Array<Audit.Committe
 }
 
 /**
- * What the arguments ask for.
+ * What the arguments ask for: the help (of the whole CLI, or of `audit`), a
+ * shell completion script, or an audit.
  *
  * @since 0.3.0
  */
 export type Parsed =
-  | { readonly _tag: "Help" }
+  | {
+    readonly _tag: "Help"
+    /** The command whose help was asked for (`audit --help`); absent for the whole CLI. */
+    readonly command?: string | undefined
+  }
+  | { readonly _tag: "Completions"; readonly shell: Completions.Shell }
   | { readonly _tag: "Audit"; readonly config: AuditConfig }
+
+const auditFlags = Definition.flagsOf("audit")
+
+/**
+ * The line as `effect/cli` reads it as `sluice audit` always did: a value flag
+ * takes the next argument even when it starts with one `-` (`--older-than
+ * -1h` is a bad duration, not a missing value), never one starting with `--`;
+ * a switch never takes the next argument. What `effect/cli` would read
+ * otherwise is a problem found here: a switch with a value, `--`, and `-xy`.
+ */
+const normalize = (argv: ReadonlyArray<string>) => {
+  const tokens: Array<string> = []
+  const origin: Array<number> = []
+  const problems: Array<Definition.Problem> = []
+  let help = false
+  const push = (token: string, at: number) => {
+    tokens.push(token)
+    origin.push(at)
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? ""
+    const eq = arg.indexOf("=")
+    const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg
+    const next = argv[i + 1]
+    if (arg === "--help" || arg === "-h") {
+      if (!help) push("--help=true", i)
+      help = true
+    } else if (auditFlags.switches.has(name)) {
+      if (name === arg) push(`${arg}=true`, i)
+      else problems.push({ at: i, flag: name, message: `${name} takes no value` })
+    } else if (name === "--" || name === "--help" || /^-[^-]./.test(arg)) {
+      problems.push({ at: i, flag: name, message: `unknown flag ${name}` })
+    } else if (auditFlags.values.has(arg) && next !== undefined && /^-([^-]|$)/.test(next) && next !== "-h") {
+      push(`${arg}=${next}`, i)
+      i++
+    } else push(arg, i)
+  }
+  return { line: { tokens, origin }, problems, help }
+}
+
+/** Today's message for one `effect/cli` error, and where it is. */
+const problemOf = (error: CliError.CliError, line: Definition.Line, argv: ReadonlyArray<string>): Definition.Problem => {
+  const at = Definition.locate(error, line) ?? argv.length
+  switch (error._tag) {
+    case "UnrecognizedOption": {
+      const raw = argv[at] ?? error.option
+      const eq = raw.indexOf("=")
+      const name = raw.startsWith("--") && eq > 0 ? raw.slice(0, eq) : raw
+      return { at, flag: name, message: `unknown flag ${name}` }
+    }
+    case "InvalidValue": {
+      const flag = `--${error.option}`
+      if (error.value === "") return { at, flag, message: `${flag} needs a value` }
+      if (error.expected === "at most 1 value") return { at, flag, message: `${flag} is given twice` }
+      return { at, flag, message: `${flag} needs ${error.expected}, got ${JSON.stringify(error.value)}` }
+    }
+    case "UnexpectedArgument": {
+      const name = error.arguments[0] ?? ""
+      return { at, flag: name, message: name.startsWith("-") ? `unknown flag ${name}` : `unexpected argument ${name}` }
+    }
+    default:
+      return { at, flag: "", message: error.message }
+  }
+}
 
 /**
  * Parses and decodes the arguments (after `sluice`).
  *
- * **Details**: `--help`/`-h` wins over everything else. Flags take their
- * value as the next argument or after `=` (`--bucket=archive`). Without
- * `--region`, `$SLUICE_S3_REGION` then `$AWS_REGION` are read from `env`.
+ * **Details**: the `effect/cli` definition (`cli/Definition.ts`) reads the
+ * line; `--help`/`-h` wins over everything else, `--completions <shell>` asks
+ * for the completion script. Flags take their value as the next argument or
+ * after `=` (`--bucket=archive`); a value flag given twice, an unknown flag,
+ * a flag without its value, a switch with a value and an argument are usage
+ * errors, the first on the line reported. Without `--region`,
+ * `$SLUICE_S3_REGION` then `$AWS_REGION` are read from `env`.
  *
  * **Example**
  *
@@ -230,7 +268,7 @@ export type Parsed =
  * AuditCli.parseArgs(["audit", "--bucket", "archive", "--json"], {})
  * // Result.succeed({ _tag: "Audit", config: { bucket: "archive", json: true, … } })
  * AuditCli.parseArgs(["audit", "--concurrency", "0", "--bucket", "archive"], {})
- * // Result.fail(UsageError: --concurrency: Expected a value between 1 and 64, got 0)
+ * // Result.fail(UsageError: --concurrency: Expected a value between 1 and 64 (got "0"))
  * ```
  *
  * @since 0.3.0
@@ -239,60 +277,42 @@ export const parseArgs = (
   argv: ReadonlyArray<string>,
   env: Readonly<Record<string, string | undefined>> = process.env
 ): Result.Result<Parsed, UsageError | Config.ConfigError> => {
-  if (argv.some((a) => a === "--help" || a === "-h")) return Result.succeed({ _tag: "Help" })
+  const { line, problems, help } = normalize(argv)
+  const { parsed, error } = Definition.interpret(line.tokens)
+  if (parsed?._tag === "Help") return Result.succeed(parsed.command === undefined ? { _tag: "Help" } : { _tag: "Help", command: parsed.command })
+  if (help) return Result.succeed({ _tag: "Help" })
+  if (parsed?._tag === "Completions") return Result.succeed(parsed)
   const usageError = (flag: string, message: string) => Result.fail(new UsageError({ flag, message }))
-  const [command, ...rest] = argv
+  const [command] = argv
   if (command === undefined) return usageError("", "a command is needed (audit)")
   if (command !== "audit") return usageError("", `unknown command ${command}${command.startsWith("-") ? "" : " (the command is audit)"}`)
-  const values = new Map<ValueFlag, string>()
-  const on = new Set<Switch>()
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i] ?? ""
-    const eq = arg.indexOf("=")
-    const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg
-    if (isSwitch(name)) {
-      if (name !== arg) return usageError(name, `${name} takes no value`)
-      on.add(name)
-      continue
-    }
-    if (!isValueFlag(name)) {
-      return usageError(name, name.startsWith("-") ? `unknown flag ${name}` : `unexpected argument ${name}`)
-    }
-    let value: string | undefined
-    if (name !== arg) {
-      value = arg.slice(eq + 1)
-    } else {
-      value = rest[i + 1]
-      i++
-    }
-    if (value === undefined || (name === arg && value.startsWith("--"))) return usageError(name, `${name} needs a value`)
-    if (values.has(name)) return usageError(name, `${name} is given twice`)
-    values.set(name, value)
-  }
-  const bucket = values.get("--bucket")
+  const first = Definition.firstProblem(line, problems, error, (e, read) => problemOf(e, read, argv))
+  if (first !== undefined) return usageError(first.flag, first.message)
+  if (parsed?._tag !== "Audit") return usageError("", "a command is needed (audit)")
+  const values = parsed.flags
+  const bucket = values.bucket
   if (bucket === undefined) return usageError("--bucket", "--bucket is required")
-  if (values.has("--older-than") && !on.has("--abort-orphans")) {
+  if (values.olderThan !== undefined && !values.abortOrphans) {
     return usageError("--older-than", "--older-than applies only with --abort-orphans")
   }
   let committed: Array<Audit.Committed> | undefined
-  const committedText = values.get("--committed")
-  if (committedText !== undefined) {
-    const parsed = parseCommitted(committedText)
-    if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
-    committed = parsed.success
+  if (values.committed !== undefined) {
+    const parsedCommitted = parseCommitted(values.committed)
+    if (Result.isFailure(parsedCommitted)) return Result.fail(parsedCommitted.failure)
+    committed = parsedCommitted.success
   }
-  const region = values.get("--region") ?? env["SLUICE_S3_REGION"] ?? env["AWS_REGION"]
+  const region = values.region ?? env["SLUICE_S3_REGION"] ?? env["AWS_REGION"]
   const raw = {
     bucket,
-    json: on.has("--json"),
-    abortOrphans: on.has("--abort-orphans"),
-    ...(values.has("--prefix") ? { prefix: values.get("--prefix") } : {}),
-    ...(values.has("--endpoint") ? { endpoint: values.get("--endpoint") } : {}),
+    json: values.json,
+    abortOrphans: values.abortOrphans,
+    ...(values.prefix !== undefined ? { prefix: values.prefix } : {}),
+    ...(values.endpoint !== undefined ? { endpoint: values.endpoint } : {}),
     ...(region !== undefined && region !== "" ? { region } : {}),
     ...(committed !== undefined ? { committed } : {}),
-    ...(values.has("--part-size") ? { partSize: values.get("--part-size") } : {}),
-    ...(values.has("--concurrency") ? { concurrency: values.get("--concurrency") } : {}),
-    ...(values.has("--older-than") ? { olderThan: values.get("--older-than") } : {})
+    ...(values.partSize !== undefined ? { partSize: values.partSize } : {}),
+    ...(values.concurrency !== undefined ? { concurrency: values.concurrency } : {}),
+    ...(values.olderThan !== undefined ? { olderThan: values.olderThan } : {})
   }
   const decoded = Schema.decodeUnknownResult(AuditConfig)(raw, { onExcessProperty: "error" })
   if (Result.isSuccess(decoded)) return Result.succeed({ _tag: "Audit", config: decoded.success })
@@ -490,7 +510,11 @@ export const main = async (
     return code
   }
   if (parsed.success._tag === "Help") {
-    print(usage)
+    print(Definition.help(parsed.success.command))
+    return 0
+  }
+  if (parsed.success._tag === "Completions") {
+    print(Definition.completions(parsed.success.shell))
     return 0
   }
   const config = parsed.success.config

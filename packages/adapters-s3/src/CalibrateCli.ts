@@ -5,49 +5,39 @@
  * fitted model predicts, then the scenario `store` block:
  *
  * ```
- * sluice calibrate --bucket <b> [--endpoint <url>] [--region <r>] [--sizes 64KiB,1MiB,8MiB]
- *                  [--inflight 1,2,4,8,16,32] [--cell-seconds 3] [--json]
+ * sluice calibrate --bucket <bucket> [--endpoint <url>] [--region <region>] [--sizes <list>]
+ *                  [--inflight <list>] [--cell-seconds <s>] [--json]
  * ```
  *
- * Exit codes: 0 fitted, 1 the sweep or the fit failed, 2 bad usage.
+ * The command line is the `calibrate` command of the `effect/cli` definition
+ * (`cli/Definition.ts`), whose help (`sluice calibrate --help`) and shell
+ * completions are generated from it; this module maps its errors to the
+ * messages `sluice calibrate` has always printed (those of `node:util`'s
+ * `parseArgs`: `Unknown option '--nope'`, `Option '--bucket <value>' argument
+ * missing`, …) and checks the values.
+ *
+ * Exit codes: 0 fitted (and `--help`, `--completions`), 1 the sweep or the
+ * fit failed, 2 bad usage.
  *
  * @since 0.3.0
  */
 import { Config } from "@sluice/core"
 import { Effect, Result } from "effect"
-import { parseArgs } from "node:util"
+import type { CliError, Completions } from "effect/cli"
 import { credentialsOf } from "./AuditCli.ts"
 import * as Calibrate from "./Calibrate.ts"
 import * as Calibration from "./Calibration.ts"
+import * as Definition from "./cli/Definition.ts"
 import * as S3Config from "./S3Config.ts"
 import * as S3Sink from "./S3Sink.ts"
 
 /**
- * The usage text (`sluice calibrate --help`).
+ * The usage text (`sluice calibrate --help`; printed after a usage error),
+ * generated from the `effect/cli` definition (`cli/Definition.ts`).
  *
  * @since 0.3.0
  */
-export const usage = `usage:
-  sluice calibrate --bucket <bucket> [--endpoint <url>] [--region <region>] [--sizes <list>]
-                   [--inflight <list>] [--cell-seconds <s>] [--json]
-
-  calibrate: uploads objects of each size with each in-flight count in a closed loop for
-  --cell-seconds (each worker overwrites one key; every key is deleted at the end), fits the
-  simulator's store model (per-request latency, bandwidth per request, knee, jitter, throttle
-  onset) and prints each cell's measured and modelled throughput, then a scenario "store" block.
-
-  --bucket <bucket>      an existing bucket to write the sweep's objects in (required)
-  --endpoint <url>       S3 endpoint, e.g. http://127.0.0.1:19000 (default: AWS); path-style addressing
-  --region <region>      signing region (default: $SLUICE_S3_REGION, $AWS_REGION, else us-east-1)
-  --sizes <list>         object sizes (default 64KiB,1MiB,8MiB; at least two)
-  --inflight <list>      uploads at once (default 1,2,4,8,16,32; must include 1)
-  --cell-seconds <s>     seconds per cell (default 3; at most ${Calibrate.Bounds.cellSeconds})
-  --json                 print the fit as one JSON object on the last line
-
-  bounds: at most ${Calibrate.Bounds.cells} cells, ${Calibrate.Bounds.inflight} in flight, objects of ${Calibrate.Bounds.objectBytes / 1024 / 1024} MiB
-  credentials: $SLUICE_S3_ACCESS_KEY and $SLUICE_S3_SECRET_KEY when both are set, else the AWS SDK's chain
-
-exit codes: 0 fitted, 1 the sweep or the fit failed, 2 bad usage`
+export const usage: string = Definition.help("calibrate")
 
 /**
  * What the flags ask for.
@@ -64,51 +54,128 @@ export interface CalibrateArgs {
   readonly json: boolean
 }
 
+const calibrateFlags = Definition.flagsOf("calibrate")
+
 /**
- * Parses the flags (after `calibrate`): the args, `"help"`, or a message
- * naming the bad flag and value.
+ * The line as `effect/cli` reads it as `sluice calibrate` always did (with
+ * `node:util`'s `parseArgs`, strict): after `--` every argument is an operand;
+ * a value flag never takes a next argument starting with `-` (other than `-`
+ * itself); a short option is a run of single letters, of which only `-h`
+ * exists; a switch never takes the next argument. `--help`/`-h` is noted
+ * apart, as it only counts when nothing on the line is wrong.
+ */
+const normalize = (argv: ReadonlyArray<string>) => {
+  const tokens: Array<string> = ["calibrate"]
+  const origin: Array<number> = [-1]
+  const problems: Array<Definition.Problem> = []
+  let help = false
+  let operands = false
+  const problem = (at: number, message: string) => problems.push({ at, flag: "", message })
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? ""
+    const eq = arg.indexOf("=")
+    const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg
+    const next = argv[i + 1]
+    if (operands || arg === "--") {
+      operands = true
+      tokens.push(arg)
+      origin.push(i)
+    } else if (arg === "--help") help = true
+    else if (name === "--help") problem(i, "Option '-h, --help' does not take an argument")
+    else if (/^-[^-]/.test(arg)) {
+      const unknown = [...arg.slice(1)].find((c) => c !== "h")
+      if (unknown === undefined) help = true
+      else problem(i, `Unknown option '-${unknown}'`)
+    } else if (arg.startsWith("--=")) problem(i, `Unknown option '${arg}'`)
+    else if (calibrateFlags.switches.has(name) && name !== arg) problem(i, `Option '${name}' does not take an argument`)
+    else if (calibrateFlags.values.has(arg) && next !== undefined && next.length > 1 && next.startsWith("-")) {
+      problem(
+        i,
+        `Option '${arg}' argument is ambiguous.\nDid you forget to specify the option argument for '${arg}'?\n` +
+          `To specify an option argument starting with a dash use '${arg}=-XYZ'.`
+      )
+    } else {
+      tokens.push(calibrateFlags.switches.has(arg) ? `${arg}=true` : arg)
+      origin.push(i)
+    }
+  }
+  return { line: { tokens, origin }, problems, help }
+}
+
+/** `node:util`'s message for one `effect/cli` error, and where it is. */
+const problemOf = (error: CliError.CliError, line: Definition.Line, argv: ReadonlyArray<string>): Definition.Problem => {
+  const at = Definition.locate(error, line) ?? argv.length
+  switch (error._tag) {
+    case "UnrecognizedOption":
+      return { at, flag: error.option, message: `Unknown option '${error.option}'` }
+    case "InvalidValue":
+      return error.value === ""
+        ? { at, flag: `--${error.option}`, message: `Option '--${error.option} <value>' argument missing` }
+        : { at, flag: `--${error.option}`, message: `Option '--${error.option}' needs ${error.expected}, got '${error.value}'` }
+    case "UnexpectedArgument":
+      return { at, flag: "", message: `Unexpected argument '${error.arguments[0] ?? ""}'. This command does not take positional arguments` }
+    default:
+      return { at, flag: "", message: error.message }
+  }
+}
+
+/**
+ * Parses the flags (after `calibrate`): the args, `"help"`, the shell of a
+ * completion script, or a message naming the bad flag and value.
+ *
+ * **Details**: the `calibrate` command of the `effect/cli` definition
+ * (`cli/Definition.ts`) reads the line, with the rules and messages of
+ * `node:util`'s strict `parseArgs` it replaced: the first thing wrong on the
+ * line is reported, even with `--help`; a flag given twice takes the last
+ * value. Then `--help`/`-h` and `--completions <shell>` win; then the values
+ * are checked (`--bucket` is required, `--sizes`, `--inflight`,
+ * `--cell-seconds` and the number of cells within `Calibrate.Bounds`).
+ * Without `--region`, `$SLUICE_S3_REGION` then `$AWS_REGION` are read from
+ * `env`.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { CalibrateCli } from "@sluice/adapter-s3"
+ *
+ * CalibrateCli.parse(["--bucket", "cal", "--inflight", "1,4"], {})
+ * // { bucket: "cal", region: "us-east-1", sizes: [65536, 1048576, 8388608], inflights: [1, 4], cellSeconds: 3, … }
+ * CalibrateCli.parse(["--bucket", "cal", "--nope"], {})
+ * // { usageError: "Unknown option '--nope'" }
+ * ```
  *
  * @since 0.3.0
  */
 export const parse = (
   argv: ReadonlyArray<string>,
   env: Readonly<Record<string, string | undefined>>
-): CalibrateArgs | "help" | { readonly usageError: string } => {
-  let values
-  try {
-    values = parseArgs({
-      args: [...argv],
-      strict: true,
-      options: {
-        bucket: { type: "string" },
-        endpoint: { type: "string" },
-        region: { type: "string" },
-        sizes: { type: "string", default: "64KiB,1MiB,8MiB" },
-        inflight: { type: "string", default: "1,2,4,8,16,32" },
-        "cell-seconds": { type: "string", default: "3" },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false }
-      }
-    }).values
-  } catch (error) {
-    return { usageError: error instanceof Error ? error.message : String(error) }
-  }
-  if (values.help) return "help"
+): CalibrateArgs | "help" | { readonly completions: Completions.Shell } | { readonly usageError: string } => {
+  const { line, problems, help } = normalize(argv)
+  const { parsed, error } = Definition.interpret(line.tokens)
+  const first = Definition.firstProblem(line, problems, error, (e, read) => problemOf(e, read, argv))
+  if (first !== undefined) return { usageError: first.message }
+  if (help) return "help"
+  if (parsed?._tag === "Completions") return { completions: parsed.shell }
+  if (parsed?._tag !== "Calibrate") return { usageError: "a command is needed" }
+  const values = parsed.flags
   if (values.bucket === undefined || values.bucket === "") return { usageError: "--bucket: required" }
-  const sizes = values.sizes.split(",").map((t) => ({ t, n: Config.parseBytes(t) }))
+  const sizesText = values.sizes ?? "64KiB,1MiB,8MiB"
+  const inflightText = values.inflight ?? "1,2,4,8,16,32"
+  const cellSecondsText = values.cellSeconds ?? "3"
+  const sizes = sizesText.split(",").map((t) => ({ t, n: Config.parseBytes(t) }))
   const badSize = sizes.find((s) => s.n === undefined || !(s.n >= 1 && s.n <= Calibrate.Bounds.objectBytes))
   if (badSize !== undefined) return { usageError: `--sizes: "${badSize.t}" is not a size of 1 B to 256 MiB (e.g. 64KiB, 8MiB)` }
-  if (new Set(sizes.map((s) => s.n)).size < 2) return { usageError: `--sizes: at least two different sizes are needed to fit latency and bandwidth (got "${values.sizes}")` }
-  const inflights = values.inflight.split(",").map((t) => ({ t, n: Number(t) }))
+  if (new Set(sizes.map((s) => s.n)).size < 2) return { usageError: `--sizes: at least two different sizes are needed to fit latency and bandwidth (got "${sizesText}")` }
+  const inflights = inflightText.split(",").map((t) => ({ t, n: Number(t) }))
   const badInflight = inflights.find((i) => !Number.isInteger(i.n) || i.n < 1 || i.n > Calibrate.Bounds.inflight)
   if (badInflight !== undefined) return { usageError: `--inflight: "${badInflight.t}" is not a whole number of 1 to ${Calibrate.Bounds.inflight}` }
-  if (!inflights.some((i) => i.n === 1)) return { usageError: `--inflight: must include 1 (the per-request cost is fitted there; got "${values.inflight}")` }
+  if (!inflights.some((i) => i.n === 1)) return { usageError: `--inflight: must include 1 (the per-request cost is fitted there; got "${inflightText}")` }
   if (sizes.length * inflights.length > Calibrate.Bounds.cells) {
     return { usageError: `--sizes × --inflight: ${sizes.length * inflights.length} cells, at most ${Calibrate.Bounds.cells}` }
   }
-  const cellSeconds = Number(values["cell-seconds"])
+  const cellSeconds = Number(cellSecondsText)
   if (!(cellSeconds > 0 && cellSeconds <= Calibrate.Bounds.cellSeconds)) {
-    return { usageError: `--cell-seconds: "${values["cell-seconds"]}" is not a number of seconds above 0 and at most ${Calibrate.Bounds.cellSeconds}` }
+    return { usageError: `--cell-seconds: "${cellSecondsText}" is not a number of seconds above 0 and at most ${Calibrate.Bounds.cellSeconds}` }
   }
   return {
     bucket: values.bucket,
@@ -126,7 +193,25 @@ const size = (bytes: number) =>
   bytes >= 1024 * 1024 ? `${+(bytes / 1024 / 1024).toFixed(2)} MiB` : bytes >= 1024 ? `${+(bytes / 1024).toFixed(1)} KiB` : `${bytes} B`
 
 /**
- * Runs `sluice calibrate`; returns the exit code.
+ * Runs `sluice calibrate` (the arguments after `calibrate`); returns the exit
+ * code.
+ *
+ * **When to use**: from the `sluice` executable (`bin/sluice.js`), or from a
+ * test or script that wants the output without spawning a process.
+ *
+ * **Details**: the per-cell progress goes to `printError`, the fit (the
+ * model, the per-cell table, the `"store"` block; with `--json`, the fit as
+ * one JSON object last) to `print`. 0 when fitted (and for `--help`,
+ * `--completions`), 1 when the sweep or the fit failed, 2 on bad usage (the
+ * message, then the usage, on `printError`).
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { CalibrateCli } from "@sluice/adapter-s3"
+ *
+ * const code = await CalibrateCli.main(["--bucket", "cal", "--endpoint", "http://127.0.0.1:19000", "--json"])
+ * ```
  *
  * @since 0.3.0
  */
@@ -139,6 +224,10 @@ export const main = async (
   const args = parse(argv, env)
   if (args === "help") {
     print(usage)
+    return 0
+  }
+  if ("completions" in args) {
+    print(Definition.completions(args.completions))
     return 0
   }
   if ("usageError" in args) {

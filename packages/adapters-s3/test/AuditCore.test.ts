@@ -377,4 +377,49 @@ describe("sluice audit: usage", () => {
     expect(out).toContain("--abort-orphans")
     expect(out).toContain("AbortIncompleteMultipartUpload")
   })
+
+  it("help is generated from the effect/cli definition: the whole CLI, or one command's (issue 29)", async () => {
+    const whole = await capture(["--help"])
+    expect(whole).toMatchObject({ code: 0, err: "" })
+    expect(whole.out).toContain("sluice audit --bucket <bucket> [--prefix <prefix>] [--endpoint <url>]")
+    expect(whole.out).toContain("sluice calibrate --bucket <bucket> [--endpoint <url>]")
+    const audit = await capture(["audit", "--bucket", "archive", "--help"])
+    expect(audit).toMatchObject({ code: 0, err: "" })
+    expect(audit.out).toBe(AuditCli.usage)
+    expect(audit.out).not.toContain("--cell-seconds") // calibrate's flags are not audit's
+    // help wins over everything else on the line, as before
+    expect((await capture(["audit", "--nope", "-h"])).code).toBe(0)
+    expect((await capture(["audti", "--help"])).out).toContain("sluice calibrate")
+  })
+
+  it("--completions <shell> prints a completion script of both commands, generated from the definition; exit 0 (issue 29)", async () => {
+    for (const shell of ["bash", "zsh", "fish"] as const) {
+      const { code, out, err } = await capture(["--completions", shell])
+      expect(code).toBe(0)
+      expect(err).toBe("")
+      for (const word of ["sluice", "audit", "calibrate", "abort-orphans", "older-than", "cell-seconds"]) expect(out).toContain(word)
+    }
+    const sh = AuditCli.parseArgs(["--completions", "sh"], {})
+    expect(Result.isSuccess(sh) && sh.success).toEqual({ _tag: "Completions", shell: "bash" })
+    const bad = await capture(["audit", "--completions"])
+    expect(bad.code).toBe(2)
+    expect(bad.err.split("\n")[0]).toBe("sluice: --completions needs a value")
+    expect((await capture(["--completions"])).err.split("\n")[0]).toBe("sluice: unknown command --completions") // as before
+  })
+
+  it.each([
+    [["audit", "x", "--nope"], "unexpected argument x"],
+    [["audit", "--bucket", "a", "--bucket", "b", "--nope"], "--bucket is given twice"],
+    [["audit", "x", "--bucket", "a", "--bucket", "b"], "unexpected argument x"],
+    [["audit", "--json=1", "--nope"], "--json takes no value"],
+    [["audit", "--bucket", "b", "--prefix", "--json=1"], "--prefix needs a value"],
+    [["audit", "--bucket", "b", "--", "x"], "unknown flag --"],
+    [["audit", "--bucket", "b", "-xy"], "unknown flag -xy"],
+    [["audit", "--bucket", "b", "-5"], "unknown flag -5"],
+    [["audit", "--bucket", "Bad_Bucket", "--older-than", "1h"], "--older-than applies only with --abort-orphans"]
+  ])("%j: of several problems the first on the line is named, as before effect/cli (issue 29): %s", async (argv, message) => {
+    const { code, err } = await capture(argv)
+    expect(code).toBe(2)
+    expect(err.split("\n")[0]).toBe(`sluice: ${message}`)
+  })
 })

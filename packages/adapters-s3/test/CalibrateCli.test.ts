@@ -145,4 +145,35 @@ describe("sluice calibrate", { timeout: 120_000 }, () => {
       expect(r.err.join("\n")).toMatch(message)
     }
   })
+
+  it("--help prints the usage generated from the effect/cli definition; a bad flag beside it is still bad usage, as with node:util's parseArgs (issue 29)", async () => {
+    const help = await run(["--help"])
+    expect(help).toMatchObject({ code: 0, err: [] })
+    expect(help.out.join("\n")).toBe(CalibrateCli.usage)
+    expect(CalibrateCli.usage).toContain("sluice calibrate --bucket <bucket> [--endpoint <url>] [--region <region>] [--sizes <list>]")
+    expect(CalibrateCli.usage).not.toContain("--abort-orphans") // audit's flags are not calibrate's
+    expect((await run(["-h", "--sizes", "1MiB"])).code).toBe(0) // values are checked after --help
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+      [["--help", "--nope"], "Unknown option '--nope'"],
+      [["--bucket"], "Option '--bucket <value>' argument missing"],
+      [["--bucket", "--help"], "Option '--bucket' argument is ambiguous."],
+      [["--bucket", "b", "--json=1"], "Option '--json' does not take an argument"],
+      [["--bucket", "b", "x"], "Unexpected argument 'x'. This command does not take positional arguments"],
+      [["--bucket", "b", "--", "--help"], "Unexpected argument '--help'. This command does not take positional arguments"],
+      [["-hx"], "Unknown option '-x'"]
+    ]
+    for (const [argv, message] of cases) {
+      const r = await run(argv)
+      expect(r.code).toBe(2)
+      expect(r.err[0]?.split("\n")[0]).toBe(`sluice calibrate: ${message}`)
+    }
+    expect(CalibrateCli.parse(["--bucket", "a", "--bucket", "b"], {})).toMatchObject({ bucket: "b" }) // the last wins, as before
+  })
+
+  it("--completions <shell> prints the completion script of sluice; exit 0 (issue 29)", async () => {
+    const { code, out, err } = await run(["--completions", "zsh"])
+    expect(code).toBe(0)
+    expect(err).toEqual([])
+    for (const word of ["calibrate", "cell-seconds", "inflight"]) expect(out.join("\n")).toContain(word)
+  })
 })
