@@ -418,7 +418,10 @@ const watchKnobs = (
           yield* limiter.resize(values.concurrency)
         }
         if (values.batchTarget !== last.batchTarget) yield* decided("batchTarget", last.batchTarget, values.batchTarget)
-        if (values.rate !== last.rate) yield* decided("rate", last.rate, values.rate)
+        if (values.rate !== last.rate) {
+          yield* decided("rate", last.rate, values.rate)
+          yield* limiter.retime
+        }
         if (values.readGate !== last.readGate) {
           yield* decided("readGate", last.readGate, values.readGate)
           yield* admission.setGate(values.readGate)

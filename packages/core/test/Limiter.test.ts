@@ -70,6 +70,40 @@ describe("Limiter (alone)", () => {
       for (let i = 1; i < starts.length; i++) expect((starts[i] ?? 0) - (starts[i - 1] ?? 0)).toBeGreaterThanOrEqual(100)
     }))
 
+  it.effect("a rate released or raised wakes the acquisition waiting on the old one (retime): it waits for the rate in force, not the one it began under", () =>
+    Effect.gen(function*() {
+      // The real-server trickle (adapters-s3 PolicyReaction): a batch sealed
+      // under a cut rate of 0.78/s slept 1.3 s after Throttle released the
+      // rate, and the dispatcher, and every batch behind it, with it.
+      const { knobs, limiter } = yield* setup({ concurrency: 100, rate: 1 })
+      yield* limiter.acquire // at 0: the next start is due at 1 000 ms under 1/s
+      const second = yield* Effect.forkChild(limiter.acquire)
+      yield* TestClock.adjust(100)
+      expect(second.pollUnsafe()).toBeUndefined()
+      knobs.set({ rate: null })
+      yield* limiter.retime
+      yield* TestClock.adjust(1)
+      expect(second.pollUnsafe()).toBeDefined() // released: it goes now (101 ms), not at 1 000 ms
+      // A raise while waiting: due 1/rate after the last start by the rate in
+      // force (101 + 100 ms), not by the rate it began under (101 + 1 000 ms).
+      knobs.set({ rate: 1 })
+      yield* limiter.acquire // at 101: the next is due at 1 101 under 1/s
+      const third = yield* Effect.forkChild(Effect.andThen(limiter.acquire, Clock.currentTimeMillis))
+      yield* TestClock.adjust(50)
+      expect(third.pollUnsafe()).toBeUndefined()
+      knobs.set({ rate: 10 })
+      yield* limiter.retime
+      for (let i = 0; i < 10; i++) yield* TestClock.adjust(10)
+      expect(yield* Fiber.join(third)).toBe(201)
+      // A cut while waiting does not delay a start already due: 10/s → 1/s.
+      const fourth = yield* Effect.forkChild(Effect.andThen(limiter.acquire, Clock.currentTimeMillis))
+      yield* TestClock.adjust(50)
+      knobs.set({ rate: 1 })
+      yield* limiter.retime
+      for (let i = 0; i < 10; i++) yield* TestClock.adjust(10)
+      expect(yield* Fiber.join(fourth)).toBe(301)
+    }))
+
   it.effect("runningUploads holds each object upload while it runs (when it began, its bytes, the in-flight then) and drops it however it ends", () =>
     Effect.gen(function*() {
       const { limiter, stats } = yield* setup({ concurrency: 4 })

@@ -9,7 +9,8 @@
  *   moves (`Semaphore.resize`: a shrink lets uploads in flight finish, it never
  *   cancels them).
  * - **Rate**: an optional token bucket of burst 1 spacing object-upload starts
- *   at `1000 / rate` ms (the rate knob; `null` = unlimited).
+ *   at `1000 / rate` ms (the rate knob; `null` = unlimited), by the rate in
+ *   force while a start waits: the knob watcher calls `retime` when it moves.
  * - **Attribution** ({@link attribute}): each request is a sample for the
  *   controllers, published on the bus as
  *   - `success` → an `UploadSample` (latency, bytes, in-flight and limit at
@@ -27,7 +28,7 @@
  * @since 0.2.0
  */
 import type { Semaphore as SemaphoreT } from "effect"
-import { Clock, Effect, Exit, Semaphore } from "effect"
+import { Clock, Deferred, Effect, Exit, Semaphore } from "effect"
 import * as Failure from "../Failure.ts"
 import type { SinkFailure, Stage, VerificationFailed } from "../Failure.ts"
 import type { KnobValues } from "../Knob.ts"
@@ -111,6 +112,8 @@ export interface Limiter {
   readonly holding: <A, E, R>(attempt: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Resizes the gate (concurrency knob). */
   readonly resize: (permits: number) => Effect.Effect<void>
+  /** The rate knob moved: a start waiting for the rate re-reads it (due `1000 / rate` ms after the last start). */
+  readonly retime: Effect.Effect<void>
   /**
    * Runs one sink request, times it, publishes its sample (attributed, see
    * {@link attribute}) and counts it. A successful answer's `checksumMillis`
@@ -136,14 +139,34 @@ export const make = (deps: LimiterDeps): Effect.Effect<Limiter> =>
 
 const fromGate = (gate: SemaphoreT.Semaphore, deps: LimiterDeps): Limiter => {
   const { stats } = deps
+  // A start is due `1000 / rate` ms after the last, by the rate in force at
+  // the last (a cut does not delay a start already due). While one waits, a
+  // rate released or raised (`retime`) brings it forward to what the rate in
+  // force allows: without that, a batch sealed under a cut of 0.78/s slept
+  // 1.3 s past the rate's release on the real server, and the dispatcher,
+  // with every batch behind it.
   let nextStart = 0
+  let lastStart = -Infinity
+  let retimed = Deferred.makeUnsafe<void>()
   const rateWait = Effect.gen(function*() {
-    const rate = deps.knobs.current().rate
+    let rate = deps.knobs.current().rate
     if (rate === null) return
-    const now = yield* Clock.currentTimeMillis
-    const at = Math.max(now, nextStart)
-    nextStart = at + 1000 / rate
-    if (at > now) yield* Effect.sleep(at - now)
+    let now = yield* Clock.currentTimeMillis
+    let at = Math.max(now, nextStart)
+    while (at > now) {
+      const woken = yield* Effect.raceFirst(
+        Effect.as(Effect.sleep(at - now), "due" as const),
+        Effect.as(Deferred.await(retimed), "retimed" as const)
+      )
+      // Slept until due: that is the start (a clock that rounds the sleep, as
+      // the simulator's does, must not make it wait again for the same due).
+      if (woken === "due") break
+      rate = deps.knobs.current().rate
+      now = yield* Clock.currentTimeMillis
+      at = rate === null ? now : Math.max(now, Math.min(at, lastStart + 1000 / rate))
+    }
+    lastStart = at
+    nextStart = at + (rate === null ? 0 : 1000 / rate)
   })
   const acquire = Effect.andThen(rateWait, gate.take(1))
   return {
@@ -161,6 +184,11 @@ const fromGate = (gate: SemaphoreT.Semaphore, deps: LimiterDeps): Limiter => {
         }))
       ),
     resize: (permits) => gate.resize(permits),
+    retime: Effect.sync(() => {
+      const woken = retimed
+      retimed = Deferred.makeUnsafe<void>()
+      Deferred.doneUnsafe(woken, Effect.void)
+    }),
     measure: (stage, bytes, attempt, request) => measured(deps, stage, bytes, attempt, request),
     inflight: () => stats.uploading
   }
