@@ -12,10 +12,10 @@
  *
  * @since 0.4.0
  */
-import { Context, Effect, FileSystem, Layer, Option, Path, Result, Stdio, Terminal } from "effect"
-import { CliConfig, CliError, CliOutput, Command, Completions, Flag, GlobalFlag } from "effect/cli"
+import { Context, Effect, Option } from "effect"
+import { CliError, Command, Completions, Flag } from "effect/cli"
 import type { HelpDoc } from "effect/cli"
-import { ChildProcessSpawner } from "effect/process"
+import { CommandLine } from "@sluice/core"
 import { MAX_UPLOADS_LISTED } from "../AuditS3.ts"
 import { Bounds } from "../Calibrate.ts"
 
@@ -70,12 +70,15 @@ export type Parsed =
 // The definition
 // ---------------------------------------------------------------------------
 
+/** What a command's handler records: the command and its flags. */
+type Asked = Extract<Parsed, { readonly _tag: "Audit" | "Calibrate" }>
+
 /** Records what a line asks for while `effect/cli` runs the definition. */
-class Captured extends Context.Service<Captured, { readonly set: (parsed: Parsed) => void }>()(
+class Captured extends Context.Service<Captured, CommandLine.Recorder<Asked>>()(
   "@sluice/adapter-s3/cli/Definition/Captured"
 ) {}
 
-const record = (parsed: Parsed) => Captured.use((captured) => Effect.sync(() => captured.set(parsed)))
+const record = (parsed: Asked) => Captured.use((captured) => Effect.sync(() => captured.set(parsed)))
 
 /** A value flag that may be absent and given at most once (`effect/cli` refuses a second value). */
 const once = (name: string, metavar: string, description: string): Flag.Flag<string | undefined> =>
@@ -88,14 +91,7 @@ const once = (name: string, metavar: string, description: string): Flag.Flag<str
 
 /** A value flag that may be absent and given several times, the last winning. */
 const last = (name: string, metavar: string, description: string): Flag.Flag<string | undefined> =>
-  Flag.String(name).pipe(
-    Flag.withMetavar(metavar),
-    Flag.withDescription(description),
-    Flag.atLeast(0),
-    Flag.map((values) => values.at(-1)),
-    Flag.optional,
-    Flag.map((value) => Option.getOrUndefined(value))
-  )
+  CommandLine.lastValue(name, metavar, description).pipe(Flag.optional, Flag.map((value) => Option.getOrUndefined(value)))
 
 /**
  * The `--bucket` both commands need. It is declared without a lower bound so
@@ -116,15 +112,6 @@ const bucket = (description: string, atMostOnce: boolean): Flag.Flag<string | un
     )
   )
 
-/** A flag without a value: `--json`, `--abort-orphans`. */
-const switchFlag = (name: string, description: string): Flag.Flag<boolean> =>
-  Flag.Boolean(name).pipe(
-    Flag.withoutNegation,
-    Flag.withDescription(description),
-    Flag.atLeast(0),
-    Flag.map((values) => values.at(-1) ?? false)
-  )
-
 const endpointDescription = "S3 endpoint, e.g. http://127.0.0.1:19000 (default: AWS); path-style addressing"
 const regionDescription = "signing region (default: $SLUICE_S3_REGION, $AWS_REGION, else us-east-1)"
 
@@ -141,7 +128,7 @@ const audit = Command.make("audit", {
   ),
   partSize: once("part-size", "size", "part size of SHA256 multipart uploads (default 8 MiB; others are tried too)"),
   concurrency: once("concurrency", "n", "objects read (and uploads aborted) at once, 1..64 (default 4)"),
-  abortOrphans: switchFlag(
+  abortOrphans: CommandLine.switchFlag(
     "abort-orphans",
     "first abort (AbortMultipartUpload) the orphaned multipart uploads initiated longer\n" +
       "ago than --older-than, one line each, then audit: that audit is printed and sets the\n" +
@@ -156,7 +143,7 @@ const audit = Command.make("audit", {
     "with --abort-orphans: only uploads initiated longer ago than this, e.g. 30m, 2h, 0s\n" +
       "(default 1h: 60 x the sink's 60 s request timeout; a live upload is younger)"
   ),
-  json: switchFlag("json", "print the report as one JSON object on the last line")
+  json: CommandLine.switchFlag("json", "print the report as one JSON object on the last line")
 }, (flags) => record({ _tag: "Audit", flags })).pipe(
   Command.withDescription(
     "proves, per partition, that every offset from the first archived to the last (or to the\n" +
@@ -173,7 +160,7 @@ const calibrate = Command.make("calibrate", {
   sizes: last("sizes", "list", "object sizes (default 64KiB,1MiB,8MiB; at least two)"),
   inflight: last("inflight", "list", "uploads at once (default 1,2,4,8,16,32; must include 1)"),
   cellSeconds: last("cell-seconds", "s", `seconds per cell (default 3; at most ${Bounds.cellSeconds})`),
-  json: switchFlag("json", "print the fit as one JSON object on the last line")
+  json: CommandLine.switchFlag("json", "print the fit as one JSON object on the last line")
 }, (flags) => record({ _tag: "Calibrate", flags })).pipe(
   Command.withDescription(
     "uploads objects of each size with each in-flight count in a closed loop for\n" +
@@ -209,21 +196,11 @@ export const sluice = Command.make("sluice").pipe(
   Command.withSubcommands([audit, calibrate])
 )
 
-/** `--help`/`-h`: the built-in, described in the words of the rest of the help. */
-const helpFlag = GlobalFlag.Action({
-  flag: Flag.Boolean("help").pipe(
-    Flag.withAlias("h"),
-    Flag.withDescription("print this help (of the whole CLI, or of one command: sluice audit --help)"),
-    Flag.withDefault(false)
-  ),
-  run: GlobalFlag.Help.run
+/** `--help`/`-h` and `--completions <shell>` (no version, no wizard, no log level). */
+const globals = CommandLine.globalFlags({
+  help: "print this help (of the whole CLI, or of one command: sluice audit --help)",
+  completions: "print the shell completion script, e.g. >> ~/.bashrc"
 })
-
-/** `--completions <shell>`: the built-in's flag (bash, zsh, fish, powershell; sh and pwsh as aliases). */
-const completionsFlag = GlobalFlag.Completions.flag.pipe(
-  Flag.withMetavar("shell"),
-  Flag.withDescription("print the shell completion script, e.g. >> ~/.bashrc")
-)
 
 // ---------------------------------------------------------------------------
 // Running the definition on an argument list
@@ -240,57 +217,7 @@ export interface Outcome {
   readonly error: CliError.CliError | undefined
 }
 
-interface Pass extends Outcome {
-  readonly helpDoc: HelpDoc.HelpDoc | undefined
-}
-
-const unused = Effect.die("sluice: not used while parsing")
-
-/** The services `effect/cli` asks for; parsing touches none of them. */
-const environment = Layer.mergeAll(
-  FileSystem.layerNoop({}),
-  Path.layer,
-  Stdio.layerTest({}),
-  Layer.succeed(
-    Terminal.Terminal,
-    Terminal.make({ columns: Effect.succeed(80), rows: Effect.succeed(24), size: unused, readInput: unused, readLine: unused, display: () => Effect.void })
-  ),
-  Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, ChildProcessSpawner.make(() => unused))
-)
-
-const run = (argv: ReadonlyArray<string>): Pass => {
-  let parsed: Parsed | undefined
-  let helpDoc: HelpDoc.HelpDoc | undefined
-  const set = (p: Parsed) => {
-    parsed ??= p
-  }
-  const presenter: CliOutput.Presenter = {
-    present: (event) =>
-      Effect.sync(() => {
-        if (event._tag === "Help" && event.reason === "Requested") {
-          helpDoc = event.helpDoc
-          set({ _tag: "Help", command: event.commandPath[1] })
-        }
-      })
-  }
-  // The built-in `--completions` prints the script itself; this one records the shell.
-  const completions = GlobalFlag.Action({
-    flag: completionsFlag,
-    run: (shell) =>
-      Effect.sync(() => {
-        if (Option.isSome(shell)) set({ _tag: "Completions", shell: shell.value })
-      })
-  })
-  // The global flags: `--help`/`-h` and `--completions <shell>` (no version, no wizard, no log level).
-  const builtIns = [helpFlag, completions] as const
-  const program = Command.runWith(sluice, { version: "", renderErrors: false })(argv).pipe(
-    Effect.provideService(Captured, { set }),
-    Effect.provide(Layer.mergeAll(environment, CliOutput.layerPresenter(presenter), CliConfig.layer({ builtIns }))),
-    Effect.result
-  )
-  const result = Effect.runSync(program)
-  return { parsed, helpDoc, error: Result.isFailure(result) ? result.failure : undefined }
-}
+const run = CommandLine.reader(sluice, Captured, globals)
 
 /**
  * Reads an argument list (after `sluice`) with the definition
@@ -317,7 +244,8 @@ const run = (argv: ReadonlyArray<string>): Pass => {
  */
 export const interpret = (argv: ReadonlyArray<string>): Outcome => {
   const { parsed, error } = run(argv)
-  return { parsed, error }
+  // `sluice` has no `--version`, so a reading never asks for it.
+  return { parsed: parsed?._tag === "Version" ? undefined : parsed, error }
 }
 
 /**
@@ -332,18 +260,11 @@ export const errorsOf = (error: CliError.CliError): ReadonlyArray<CliError.CliEr
 // Generated help
 // ---------------------------------------------------------------------------
 
-const helpDocOf = (argv: ReadonlyArray<string>): HelpDoc.HelpDoc => {
-  const { helpDoc } = run(argv)
-  if (helpDoc === undefined) throw new Error(`sluice: no help document for ${argv.join(" ")}`)
-  return helpDoc
-}
+const helpDocOf = (argv: ReadonlyArray<string>): HelpDoc.HelpDoc =>
+  CommandLine.helpDoc(run(argv), `sluice: no help document for ${argv.join(" ")}`)
 
 const rootDoc = helpDocOf(["--help"])
 const commandDocs = [helpDocOf(["audit", "--help"]), helpDocOf(["calibrate", "--help"])] as const
-
-const metavar = (type: string): string => (type.startsWith("<") ? type : `<${type}>`)
-
-const flagUsage = (flag: HelpDoc.FlagDoc): string => (flag.type === "boolean" ? `--${flag.name}` : `--${flag.name} ${metavar(flag.type)}`)
 
 /** `sluice audit --bucket <bucket> [--prefix <prefix>] …`, wrapped under its first flag past 100 columns. */
 const synopsis = (doc: HelpDoc.HelpDoc): Array<string> => {
@@ -351,7 +272,7 @@ const synopsis = (doc: HelpDoc.HelpDoc): Array<string> => {
   const lines: Array<string> = []
   let line = head
   for (const flag of doc.flags) {
-    const word = flag.required ? flagUsage(flag) : `[${flagUsage(flag)}]`
+    const word = flag.required ? CommandLine.flagUsage(flag) : `[${CommandLine.flagUsage(flag)}]`
     if (line.length > head.length && line.length + 1 + word.length > 100) {
       lines.push(line)
       line = `${" ".repeat(head.length)}${word}`
@@ -359,15 +280,6 @@ const synopsis = (doc: HelpDoc.HelpDoc): Array<string> => {
   }
   return [...lines, line]
 }
-
-/** Two columns, the second's extra lines indented under it. */
-const table = (rows: ReadonlyArray<readonly [string, string]>): Array<string> => {
-  const width = Math.max(...rows.map(([left]) => left.length)) + 2
-  return rows.map(([left, right]) => `  ${left.padEnd(width)}${right.split("\n").join(`\n  ${" ".repeat(width)}`)}`)
-}
-
-const flagRows = (flags: ReadonlyArray<HelpDoc.FlagDoc>) =>
-  table(flags.map((f) => [[flagUsage(f), ...f.aliases].join(", "), Option.getOrElse(f.description, () => "")] as const))
 
 /** Notes beside each command's flags: what no flag declares. */
 const notes: Record<string, ReadonlyArray<string>> = {
@@ -385,7 +297,7 @@ const notes: Record<string, ReadonlyArray<string>> = {
   ]
 }
 
-const globalLine = `  sluice ${(rootDoc.globalFlags ?? []).map(flagUsage).join(" | ")}`
+const globalLine = `  sluice ${(rootDoc.globalFlags ?? []).map(CommandLine.flagUsage).join(" | ")}`
 
 const nameOf = (doc: HelpDoc.HelpDoc): string => doc.commandPath?.[1] ?? ""
 
@@ -394,11 +306,11 @@ const section = (doc: HelpDoc.HelpDoc, flagsTitle: string): Array<string> => [
   `  ${nameOf(doc)}: ${doc.description.split("\n").join("\n  ")}`,
   "",
   flagsTitle,
-  ...flagRows(doc.flags),
+  ...CommandLine.flagRows(doc.flags),
   ""
 ]
 
-const globalRows = flagRows(rootDoc.globalFlags ?? [])
+const globalRows = CommandLine.flagRows(rootDoc.globalFlags ?? [])
 
 /**
  * The help of one command (`sluice audit --help`), or of the whole CLI

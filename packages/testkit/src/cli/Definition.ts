@@ -11,11 +11,10 @@
  *
  * @since 0.4.0
  */
-import { Context, Effect, FileSystem, Layer, Option, Path, Result, Stdio, Terminal } from "effect"
-import { Argument, CliConfig, CliError, CliOutput, Command, Completions, Flag, GlobalFlag } from "effect/cli"
+import { Context, Effect, Option } from "effect"
+import { Argument, CliError, Command, Completions, Flag } from "effect/cli"
 import type { HelpDoc } from "effect/cli"
-import { ChildProcessSpawner } from "effect/process"
-import { Config, Suggestion } from "@sluice/core"
+import { CommandLine, Config, Suggestion } from "@sluice/core"
 import * as Family from "../Family.ts"
 
 /**
@@ -89,21 +88,9 @@ export const familyMessage = (kind: string | undefined): string =>
 // ---------------------------------------------------------------------------
 
 /** Records what a command line asks for while `effect/cli` runs the definition. */
-class Captured extends Context.Service<Captured, { readonly set: (parsed: Parsed) => void }>()(
+class Captured extends Context.Service<Captured, CommandLine.Recorder<Args>>()(
   "@sluice/testkit/cli/Definition/Captured"
 ) {}
-
-/**
- * A string flag that may be given more than once, the last value winning (as
- * the hand parser did); `undefined` when absent.
- */
-const lastString = (name: string, metavar: string, description: string): Flag.Flag<string | undefined> =>
-  Flag.String(name).pipe(
-    Flag.withMetavar(metavar),
-    Flag.withDescription(description),
-    Flag.atLeast(0),
-    Flag.map((values) => values.at(-1))
-  )
 
 const policy = Flag.String("policy").pipe(
   Flag.withMetavar("spec"),
@@ -116,12 +103,7 @@ const policy = Flag.String("policy").pipe(
   Flag.atLeast(0)
 )
 
-const json = Flag.Boolean("json").pipe(
-  Flag.withoutNegation,
-  Flag.withDescription("also print the summary as JSON on the last line (matrix: an array)"),
-  Flag.atLeast(0),
-  Flag.map((values) => values.at(-1) ?? false)
-)
+const json = CommandLine.switchFlag("json", "also print the summary as JSON on the last line (matrix: an array)")
 
 /** `--max-duration`: every value must be a positive duration; the last one is the cap. */
 const maxDuration = Flag.String("max-duration").pipe(
@@ -161,8 +143,8 @@ const run = Command.make("run", {
   scenario: Argument.String("scenario.json").pipe(Argument.withDescription("the scenario file")),
   policy,
   json,
-  trace: lastString("trace", "csv", "write the trace (one row per 100 virtual ms) as CSV"),
-  plot: lastString("plot", "svg", "write the trace as an SVG plot"),
+  trace: CommandLine.lastValue("trace", "csv", "write the trace (one row per 100 virtual ms) as CSV"),
+  plot: CommandLine.lastValue("plot", "svg", "write the trace as an SVG plot"),
   maxDuration
 }, (c) =>
   record({
@@ -186,9 +168,9 @@ const matrix = Command.make("matrix", { dir: directory, policy, json, maxDuratio
 
 const generate = Command.make("generate", {
   family,
-  count: lastString("count", "N", "how many scenarios to draw (1 to 10000)"),
-  seed: lastString("seed", "S", "the seed that fixes the draw (0 to 2147483647)"),
-  out: lastString("out", "dir", "where to write the scenario files")
+  count: CommandLine.lastValue("count", "N", "how many scenarios to draw (1 to 10000)"),
+  seed: CommandLine.lastValue("seed", "S", "the seed that fixes the draw (0 to 2147483647)"),
+  out: CommandLine.lastValue("out", "dir", "where to write the scenario files")
 }, (c) =>
   record({ ...base, _tag: "Command", command: "generate", target: undefined, family: c.family, count: c.count, seed: c.seed, out: c.out }))
   .pipe(Command.withDescription("draw scenarios of a family (--family, --count, --seed and --out are all needed)"))
@@ -242,125 +224,40 @@ export const sluiceSim = Command.make("sluice-sim").pipe(
  */
 export const commandNames: ReadonlyArray<string> = sluiceSim.subcommands.flatMap((group) => group.commands.map((c) => c.name))
 
-/** `--help`/`-h`: the built-in, described in the words of the rest of the help. */
-const helpFlag = GlobalFlag.Action({
-  flag: Flag.Boolean("help").pipe(
-    Flag.withAlias("h"),
-    Flag.withDescription("print this help (of the whole CLI, or of one command: run --help)"),
-    Flag.withDefault(false)
-  ),
-  run: GlobalFlag.Help.run
+/** `--help`/`-h`, `--version` with `-V` as before (the built-in's alias is `-v`), `--completions <shell>`. */
+const globals = CommandLine.globalFlags({
+  help: "print this help (of the whole CLI, or of one command: run --help)",
+  version: { alias: "V", description: "print the version of @sluice/testkit" },
+  completions: "print the shell completion script, e.g. sluice-sim --completions bash >> ~/.bashrc"
 })
-
-/** `--version` with `-V`, as before (the built-in's alias is `-v`). */
-const version = GlobalFlag.Action({
-  flag: Flag.Boolean("version").pipe(
-    Flag.withAlias("V"),
-    Flag.withDescription("print the version of @sluice/testkit"),
-    Flag.withDefault(false)
-  ),
-  run: GlobalFlag.Version.run
-})
-
-/** `--completions <shell>`: the built-in's flag (bash, zsh, fish, powershell; sh and pwsh as aliases). */
-const completionsFlag = GlobalFlag.Completions.flag.pipe(
-  Flag.withMetavar("shell"),
-  Flag.withDescription("print the shell completion script, e.g. sluice-sim --completions bash >> ~/.bashrc")
-)
 
 // ---------------------------------------------------------------------------
 // Running the definition on an argument list
 // ---------------------------------------------------------------------------
 
-/** What one pass of `effect/cli` over an argument list gave. */
-interface Outcome {
-  readonly parsed: Parsed | undefined
-  readonly helpDoc: HelpDoc.HelpDoc | undefined
-  readonly error: CliError.CliError | undefined
-}
-
-const unused = Effect.die("sluice-sim: not used while parsing")
-
-/** The services `effect/cli` asks for; parsing touches none of them. */
-const environment = Layer.mergeAll(
-  FileSystem.layerNoop({}),
-  Path.layer,
-  Stdio.layerTest({}),
-  Layer.succeed(
-    Terminal.Terminal,
-    Terminal.make({ columns: Effect.succeed(80), rows: Effect.succeed(24), size: unused, readInput: unused, readLine: unused, display: () => Effect.void })
-  ),
-  Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, ChildProcessSpawner.make(() => unused))
-)
-
-const interpret = (argv: ReadonlyArray<string>): Outcome => {
-  let parsed: Parsed | undefined
-  let helpDoc: HelpDoc.HelpDoc | undefined
-  const set = (p: Parsed) => {
-    parsed ??= p
-  }
-  const presenter: CliOutput.Presenter = {
-    present: (event) =>
-      Effect.sync(() => {
-        if (event._tag === "Version") set({ _tag: "Version" })
-        else if (event._tag === "Help" && event.reason === "Requested") {
-          helpDoc = event.helpDoc
-          set({ _tag: "Help", command: event.commandPath[1] })
-        }
-      })
-  }
-  // The built-in `--completions` prints the script itself; this one records the shell.
-  const completions = GlobalFlag.Action({
-    flag: completionsFlag,
-    run: (shell) =>
-      Effect.sync(() => {
-        if (Option.isSome(shell)) set({ _tag: "Completions", shell: shell.value })
-      })
-  })
-  // The global flags: `--help`/`-h`, `--version`/`-V`, `--completions <shell>` (no wizard, no log level).
-  const builtIns = [helpFlag, version, completions] as const
-  const program = Command.runWith(sluiceSim, { version: "", renderErrors: false })(argv).pipe(
-    Effect.provideService(Captured, { set }),
-    Effect.provide(Layer.mergeAll(environment, CliOutput.layerPresenter(presenter), CliConfig.layer({ builtIns }))),
-    Effect.result
-  )
-  const result = Effect.runSync(program)
-  return { parsed, helpDoc, error: Result.isFailure(result) ? result.failure : undefined }
-}
+/** What one pass of `effect/cli` over an argument list gave (what a handler recorded: an `Args`). */
+const interpret = CommandLine.reader(sluiceSim, Captured, globals)
 
 // ---------------------------------------------------------------------------
 // Generated help
 // ---------------------------------------------------------------------------
-
-const metavar = (type: string): string => (type.startsWith("<") ? type : `<${type}>`)
-
-const flagUsage = (flag: HelpDoc.FlagDoc): string => (flag.type === "boolean" ? `--${flag.name}` : `--${flag.name} ${metavar(flag.type)}`)
 
 /** `sluice-sim run <scenario.json> [--policy <spec>] [--json] …` */
 const synopsis = (doc: HelpDoc.HelpDoc): string =>
   [
     (doc.commandPath ?? []).join(" "),
     ...(doc.args ?? []).map((a) => (a.required ? `<${a.name}>` : `[<${a.name}>]`)),
-    ...doc.flags.map((f) => `[${flagUsage(f)}]`)
+    ...doc.flags.map((f) => `[${CommandLine.flagUsage(f)}]`)
   ].join(" ")
-
-/** Two columns, the second's extra lines indented under it. */
-const table = (rows: ReadonlyArray<readonly [string, string]>): Array<string> => {
-  const width = Math.max(...rows.map(([left]) => left.length)) + 2
-  return rows.map(([left, right]) => `  ${left.padEnd(width)}${right.split("\n").join(`\n  ${" ".repeat(width)}`)}`)
-}
-
-const flagRows = (flags: ReadonlyArray<HelpDoc.FlagDoc>) =>
-  table(flags.map((f) => [[flagUsage(f), ...f.aliases].join(", "), Option.getOrElse(f.description, () => "")] as const))
 
 const exitCodes = "exit codes: 0 every expect bound holds, 1 a bound failed, 2 bad usage, scenario or policy"
 
 /** Asks the definition for the help document of `sluice-sim [command] --help`. */
-const helpDocOf = (command: string | undefined): HelpDoc.HelpDoc => {
-  const { helpDoc } = interpret(command === undefined ? ["--help"] : [command, "--help"])
-  if (helpDoc === undefined) throw new Error(`sluice-sim: no help document for ${command ?? "the root command"}`)
-  return helpDoc
-}
+const helpDocOf = (command: string | undefined): HelpDoc.HelpDoc =>
+  CommandLine.helpDoc(
+    interpret(command === undefined ? ["--help"] : [command, "--help"]),
+    `sluice-sim: no help document for ${command ?? "the root command"}`
+  )
 
 const rootDoc = helpDocOf(undefined)
 const commandDocs = commandNames.map((name) => [name, helpDocOf(name)] as const)
@@ -369,7 +266,7 @@ const commandDocs = commandNames.map((name) => [name, helpDocOf(name)] as const)
 const allFlags = commandDocs.flatMap(([, doc]) => doc.flags).filter((f, i, all) => all.findIndex((g) => g.name === f.name) === i)
 
 const globalLine = `${rootDoc.commandPath?.join(" ") ?? "sluice-sim"} ${
-  (rootDoc.globalFlags ?? []).map(flagUsage).join(" | ")
+  (rootDoc.globalFlags ?? []).map(CommandLine.flagUsage).join(" | ")
 }`
 
 /**
@@ -385,13 +282,13 @@ export const usage: string = [
   `  ${globalLine}`,
   "",
   "commands:",
-  ...table(commandDocs.map(([name, doc]) => [name, doc.description] as const)),
+  ...CommandLine.table(commandDocs.map(([name, doc]) => [name, doc.description] as const)),
   "",
   "flags:",
-  ...flagRows(allFlags),
+  ...CommandLine.flagRows(allFlags),
   "",
   "global flags:",
-  ...flagRows(rootDoc.globalFlags ?? []),
+  ...CommandLine.flagRows(rootDoc.globalFlags ?? []),
   "",
   exitCodes
 ].join("\n")
@@ -421,11 +318,11 @@ export const help = (command?: string): string => {
     `  ${synopsis(doc)}`,
     "",
     doc.description,
-    ...((doc.args ?? []).length === 0 ? [] : ["", "arguments:", ...table((doc.args ?? []).map((a) => [`<${a.name}>`, Option.getOrElse(a.description, () => "")] as const))]),
-    ...(doc.flags.length === 0 ? [] : ["", "flags:", ...flagRows(doc.flags)]),
+    ...((doc.args ?? []).length === 0 ? [] : ["", "arguments:", ...CommandLine.table((doc.args ?? []).map((a) => [`<${a.name}>`, Option.getOrElse(a.description, () => "")] as const))]),
+    ...(doc.flags.length === 0 ? [] : ["", "flags:", ...CommandLine.flagRows(doc.flags)]),
     "",
     "global flags:",
-    ...flagRows(doc.globalFlags ?? []),
+    ...CommandLine.flagRows(doc.globalFlags ?? []),
     "",
     exitCodes
   ].join("\n")

@@ -1,0 +1,109 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { CommandLine } from "@sluice/core"
+
+/** What the `tool run` handler records. */
+interface Run {
+  readonly file: string
+  readonly json: boolean
+}
+
+class Captured extends Context.Service<Captured, CommandLine.Recorder<Run>>()("test/CommandLine/Captured") {}
+
+const run = Command.make("run", {
+  file: Argument.String("file").pipe(Argument.withDescription("the file to run")),
+  json: Flag.Boolean("json").pipe(Flag.withDescription("print JSON"))
+}, (input) => Captured.use((captured) => Effect.sync(() => captured.set(input)))).pipe(Command.withDescription("run a file"))
+
+const tool = Command.make("tool").pipe(Command.withDescription("A tool."), Command.withSubcommands([run]))
+
+const globals = { help: "print this help", completions: "print the completion script" }
+const read = CommandLine.reader(tool, Captured, CommandLine.globalFlags({ ...globals, version: { alias: "V", description: "print the version" } }))
+const readWithoutVersion = CommandLine.reader(tool, Captured, CommandLine.globalFlags(globals))
+
+describe("CommandLine.reader", () => {
+  it("records what the handler of the command was given, without running anything else", () => {
+    expect(read(["run", "a.json", "--json"])).toEqual({ parsed: { file: "a.json", json: true }, helpDoc: undefined, error: undefined })
+  })
+
+  it("records --help with the command it is about, and keeps its help document", () => {
+    const root = read(["--help"])
+    expect(root.parsed).toEqual({ _tag: "Help", command: undefined })
+    expect(root.error).toBeUndefined()
+    const reading = read(["run", "--help"])
+    expect(reading.parsed).toEqual({ _tag: "Help", command: "run" })
+    const doc = CommandLine.helpDoc(reading, "no help")
+    expect(doc.commandPath).toEqual(["tool", "run"])
+    expect(doc.description).toBe("run a file")
+    expect(doc.flags.map((f) => f.name)).toEqual(["json"])
+    expect(doc.globalFlags?.map((f) => f.name)).toEqual(["help", "version", "completions"])
+  })
+
+  it("lets --help win over the rest of the line, even a bad one", () => {
+    expect(read(["run", "--nope", "--help"]).parsed).toEqual({ _tag: "Help", command: "run" })
+  })
+
+  it("records --completions with its shell (an alias read as its shell)", () => {
+    expect(read(["--completions", "zsh"]).parsed).toEqual({ _tag: "Completions", shell: "zsh" })
+    expect(read(["--completions", "pwsh"]).parsed).toEqual({ _tag: "Completions", shell: "powershell" })
+  })
+
+  it("records --version under its alias, and only when the line has one", () => {
+    expect(read(["-V"]).parsed).toEqual({ _tag: "Version" })
+    expect(readWithoutVersion(["-V"]).parsed).toBeUndefined()
+    expect(readWithoutVersion(["run", "--help"]).helpDoc?.globalFlags?.map((f) => f.name)).toEqual(["help", "completions"])
+  })
+
+  it("gives an unknown flag as the effect/cli error, and records nothing", () => {
+    const { parsed, helpDoc, error } = read(["run", "a.json", "--nope"])
+    expect(parsed).toBeUndefined()
+    expect(helpDoc).toBeUndefined()
+    expect(error?._tag).toBe("ShowHelp")
+    const errors = error?._tag === "ShowHelp" ? error.errors : []
+    expect(errors.map((e) => e._tag)).toEqual(["UnrecognizedOption"])
+  })
+
+  it("helpDoc throws the given message when the line asked for no help", () => {
+    expect(() => CommandLine.helpDoc(read(["run", "a.json"]), "tool: no help document")).toThrow("tool: no help document")
+  })
+})
+
+describe("CommandLine help layout", () => {
+  const flag = (name: string, type: string, description?: string, aliases: ReadonlyArray<string> = []) => ({
+    name,
+    aliases,
+    type,
+    description: Option.fromUndefinedOr(description),
+    required: false
+  })
+
+  it("writes a flag with its metavar, a switch without", () => {
+    expect(CommandLine.flagUsage(flag("policy", "spec"))).toBe("--policy <spec>")
+    expect(CommandLine.flagUsage(flag("shell", "<shell>"))).toBe("--shell <shell>")
+    expect(CommandLine.flagUsage(flag("json", "boolean"))).toBe("--json")
+  })
+
+  it("lays out two columns, extra lines indented under the second", () => {
+    expect(CommandLine.table([["run", "run one\nscenario"], ["schema", "print"]])).toEqual([
+      "  run     run one\n          scenario",
+      "  schema  print"
+    ])
+  })
+
+  it("lays out flags with their aliases and descriptions", () => {
+    expect(CommandLine.flagRows([flag("help", "boolean", "print this help", ["-h"]), flag("out", "dir")])).toEqual([
+      "  --help, -h   print this help",
+      "  --out <dir>  "
+    ])
+  })
+
+  it("lays out the global flags effect/cli documents", () => {
+    const doc = CommandLine.helpDoc(read(["--help"]), "no help")
+    expect(CommandLine.flagRows(doc.globalFlags ?? [])).toEqual([
+      "  --help, -h             print this help",
+      "  --version, -V          print the version",
+      "  --completions <shell>  print the completion script (choices: bash, zsh, fish, powershell, sh, pwsh)"
+    ])
+  })
+})
