@@ -9,7 +9,7 @@
  * Every Sluice command line (`sluice-sim`, `sluice audit`, `sluice calibrate`)
  * reads its arguments this way, then maps what it read to its own messages.
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 import { Context, Effect, FileSystem, Layer, Option, Path, Result, Stdio, Terminal } from "effect"
 import { CliConfig, CliError, CliOutput, Command, Completions, Flag, GlobalFlag } from "effect/cli"
@@ -35,7 +35,7 @@ import { ChildProcessSpawner } from "effect/process"
  * const out = CommandLine.lastValue("out", "dir", "where to write the files") // --out <dir>
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const lastValue = (name: string, metavar: string, description: string): Flag.Flag<string | undefined> =>
   Flag.String(name).pipe(
@@ -59,7 +59,7 @@ export const lastValue = (name: string, metavar: string, description: string): F
  * const json = CommandLine.switchFlag("json", "print the report as JSON")
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const switchFlag = (name: string, description: string): Flag.Flag<boolean> =>
   Flag.Boolean(name).pipe(
@@ -77,7 +77,7 @@ export const switchFlag = (name: string, description: string): Flag.Flag<boolean
  * The global flags of a command line: `--help`/`-h`, `--version` when it has
  * one, and `--completions <shell>` (no wizard, no log level).
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export interface GlobalFlags {
   /** `--help`/`-h`: presents the help document, which a {@link reader} keeps. */
@@ -108,7 +108,7 @@ export interface GlobalFlags {
  * })
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const globalFlags = (options: {
   readonly help: string
@@ -138,7 +138,7 @@ export const globalFlags = (options: {
  * What a global flag asks for: the help (of the whole CLI, or of the command
  * named by `command`: `run --help`), the version, or a completion script.
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export type BuiltIn =
   | { readonly _tag: "Help"; readonly command: string | undefined }
@@ -150,7 +150,7 @@ export type BuiltIn =
  * first (what a handler recorded, or a {@link BuiltIn}), the help document of
  * `--help`, or the error.
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export interface Reading<P> {
   /** What a handler recorded, or the global flag's {@link BuiltIn}; `undefined` after an error. */
@@ -179,7 +179,7 @@ const environment = Layer.mergeAll(
  * What the handlers of a definition record what was asked for with: the
  * service a {@link reader} provides them.
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export interface Recorder<P> {
   /** Records what the line asks for; the first call of a reading wins. */
@@ -223,7 +223,7 @@ export interface Recorder<P> {
  * read(["run", "--help"]).parsed // { _tag: "Help", command: "run" }
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const reader = <const Name extends string, Input, ContextInput, I, P>(
   command: Command.Command<Name, Input, ContextInput, never, I>,
@@ -290,7 +290,7 @@ export const reader = <const Name extends string, Input, ContextInput, I, P>(
  * const doc = CommandLine.helpDoc(read(["--help"]), "tool: no help document") // doc.commandPath: ["tool"]
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const helpDoc = <P>(reading: Reading<P>, missing: string): HelpDoc.HelpDoc => {
   if (reading.helpDoc === undefined) throw new Error(missing)
@@ -318,7 +318,7 @@ const metavar = (type: string): string => (type.startsWith("<") ? type : `<${typ
  * // "--policy <spec>"
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const flagUsage = (flag: HelpDoc.FlagDoc): string => (flag.type === "boolean" ? `--${flag.name}` : `--${flag.name} ${metavar(flag.type)}`)
 
@@ -337,7 +337,7 @@ export const flagUsage = (flag: HelpDoc.FlagDoc): string => (flag.type === "bool
  * // ["  run     run one scenario", "  schema  print the schema"]
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const table = (rows: ReadonlyArray<readonly [string, string]>): Array<string> => {
   const width = Math.max(...rows.map(([left]) => left.length)) + 2
@@ -360,7 +360,7 @@ export const table = (rows: ReadonlyArray<readonly [string, string]>): Array<str
  * // ["  --help, -h  print this help"]
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const flagRows = (flags: ReadonlyArray<HelpDoc.FlagDoc>): Array<string> =>
   table(flags.map((f) => [[flagUsage(f), ...f.aliases].join(", "), Option.getOrElse(f.description, () => "")] as const))

@@ -10,7 +10,7 @@
  * `Unknown option '--nope'`, …) and decode the values (`AuditCli.AuditConfig`,
  * `CalibrateCli.parse`).
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 import { Context, Effect, Option } from "effect"
 import { CliError, Command, Completions, Flag } from "effect/cli"
@@ -23,7 +23,7 @@ import { Bounds } from "../Calibrate.ts"
  * The flags of one `sluice audit` line as written (each value flag given at
  * most once; `AuditCli` decodes the text with `AuditCli.AuditConfig`).
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export interface AuditFlags {
   readonly bucket: string | undefined
@@ -42,7 +42,7 @@ export interface AuditFlags {
  * The flags of one `sluice calibrate` line as written (a flag given twice: the
  * last wins; `CalibrateCli.parse` checks the values).
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export interface CalibrateFlags {
   readonly bucket: string | undefined
@@ -58,7 +58,7 @@ export interface CalibrateFlags {
  * What a line asks for: a command with its flags, the help (of the whole CLI
  * or of one command), or a shell completion script.
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export type Parsed =
   | { readonly _tag: "Audit"; readonly flags: AuditFlags }
@@ -189,7 +189,7 @@ const calibrate = Command.make("calibrate", {
  * // ["audit", "calibrate"]
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const sluice = Command.make("sluice").pipe(
   Command.withDescription("Audit an archive bucket, or calibrate the simulator's store model against an S3-compatible store."),
@@ -210,7 +210,7 @@ const globals = CommandLine.globalFlags({
  * What one pass of `effect/cli` over an argument list gave: what it asks for,
  * or the error.
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export interface Outcome {
   readonly parsed: Parsed | undefined
@@ -240,7 +240,7 @@ const run = CommandLine.reader(sluice, Captured, globals)
  * // { _tag: "Audit", flags: { bucket: "archive", json: true, … } }
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const interpret = (argv: ReadonlyArray<string>): Outcome => {
   const { parsed, error } = run(argv)
@@ -251,7 +251,7 @@ export const interpret = (argv: ReadonlyArray<string>): Outcome => {
 /**
  * The errors an `effect/cli` error stands for (a `ShowHelp` carries several).
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const errorsOf = (error: CliError.CliError): ReadonlyArray<CliError.CliError> =>
   error._tag === "ShowHelp" ? error.errors : [error]
@@ -328,7 +328,7 @@ const globalRows = CommandLine.flagRows(rootDoc.globalFlags ?? [])
  * const text = help("audit") // "usage:\n  sluice audit --bucket <bucket> [--prefix <prefix>] …"
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const help = (command?: string): string => {
   const doc = commandDocs.find((d) => nameOf(d) === command)
@@ -363,7 +363,7 @@ export const help = (command?: string): string => {
  * const script = completions("zsh")
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const completions = (shell: Completions.Shell): string =>
   Completions.generate(sluice.name, shell, Completions.fromCommand(sluice))
@@ -376,7 +376,7 @@ export const completions = (shell: Completions.Shell): string =>
  * An argument list as handed to `effect/cli` (`tokens`, the command first),
  * with, for each token, the index of the argument it came from (`origin`).
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export interface Line {
   readonly tokens: ReadonlyArray<string>
@@ -406,7 +406,7 @@ const isOccurrence = (token: string, option: string) => token === option || toke
  * }) // 1
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const locate = (error: CliError.CliError, line: Line): number | undefined => {
   const { tokens, origin } = line
@@ -437,7 +437,7 @@ export const locate = (error: CliError.CliError, line: Line): number | undefined
  * given), the flag or argument it is about, and the message the command
  * prints for it.
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export interface Problem {
   readonly at: number
@@ -482,7 +482,7 @@ const before = (line: Line, at: number): Line => {
  * })) // { at: 1, flag: "", message: "UnexpectedArgument" }
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const firstProblem = (
   line: Line,
@@ -520,7 +520,7 @@ export const firstProblem = (
  * flagsOf("audit").switches // Set { "--abort-orphans", "--json" }
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const flagsOf = (command: string): { readonly values: ReadonlySet<string>; readonly switches: ReadonlySet<string> } => {
   const flags = Completions.fromCommand(sluice).subcommands.find((c) => c.name === command)?.flags ?? []

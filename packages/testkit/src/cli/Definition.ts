@@ -9,7 +9,7 @@
  * printed (`unknown option --polciy (did you mean --policy?)`, `--plot needs a
  * value`, `unexpected argument x: schema takes none`, …).
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 import { Context, Effect, Option } from "effect"
 import { Argument, CliError, Command, Completions, Flag } from "effect/cli"
@@ -210,7 +210,7 @@ const arity: Record<string, { readonly needs?: string; readonly takes: string }>
  * // ["run", "matrix", "generate", "family", "schema"]
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const sluiceSim = Command.make("sluice-sim").pipe(
   Command.withDescription("Run scenarios on the virtual-clock simulator, one or a matrix of scenarios × policies."),
@@ -308,7 +308,7 @@ export const usage: string = [
  * const text = Cli.help("run") // "usage:\n  sluice-sim run <scenario.json> [--policy <spec>] …"
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const help = (command?: string): string => {
   const doc = commandDocs.find(([name]) => name === command)?.[1]
@@ -343,7 +343,7 @@ export const help = (command?: string): string => {
  * const script = Cli.completions("zsh")
  * ```
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
 export const completions = (shell: Completions.Shell): string =>
   Completions.generate(sluiceSim.name, shell, Completions.fromCommand(sluiceSim))
