@@ -52,7 +52,7 @@ export const usage: string = Definition.help("audit")
  * **Example**
  *
  * ```ts
- * import { AuditCli } from "@sluice/adapter-s3"
+ * import * as AuditCli from "@sluice/adapter-s3/AuditCli"
  *
  * const error = new AuditCli.UsageError({ flag: "--bucket", message: "--bucket is required" })
  * ```
@@ -75,7 +75,7 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
  *
  * ```ts
  * import { Schema } from "effect"
- * import { AuditCli } from "@sluice/adapter-s3"
+ * import * as AuditCli from "@sluice/adapter-s3/AuditCli"
  *
  * const config = Schema.decodeUnknownSync(AuditCli.AuditConfig)({
  *   bucket: "archive",
@@ -139,7 +139,7 @@ const flags: { readonly [K in keyof AuditConfig]-?: string } = {
  * **Example**
  *
  * ```ts
- * import { AuditCli } from "@sluice/adapter-s3"
+ * import * as AuditCli from "@sluice/adapter-s3/AuditCli"
  *
  * AuditCli.parseCommitted("orders:0=1200,orders:1=980")
  * // Result.succeed([{ source: "orders", partition: 0, offset: 1200 }, { source: "orders", partition: 1, offset: 980 }])
@@ -263,7 +263,7 @@ const problemOf = (error: CliError.CliError, line: Definition.Line, argv: Readon
  * **Example**
  *
  * ```ts
- * import { AuditCli } from "@sluice/adapter-s3"
+ * import * as AuditCli from "@sluice/adapter-s3/AuditCli"
  *
  * AuditCli.parseArgs(["audit", "--bucket", "archive", "--json"], {})
  * // Result.succeed({ _tag: "Audit", config: { bucket: "archive", json: true, … } })
@@ -353,7 +353,8 @@ const partitionName = (p: { readonly prefix: string; readonly source: string; re
  * **Example**
  *
  * ```ts
- * import { Audit, AuditCli } from "@sluice/adapter-s3"
+ * import { Audit } from "@sluice/adapter-s3"
+ * import * as AuditCli from "@sluice/adapter-s3/AuditCli"
  *
  * const lines = AuditCli.summarize("archive", Audit.audit({ listed: [], manifests: new Map(), contents: new Map(), uploads: [] }))
  * // ["audit of s3://archive: 0 partitions, 0 objects, 0 records", …, "CLEAN: …"]
@@ -428,7 +429,7 @@ const durationText = (millis: number): string =>
  * **Example**
  *
  * ```ts
- * import { AuditCli } from "@sluice/adapter-s3"
+ * import * as AuditCli from "@sluice/adapter-s3/AuditCli"
  *
  * const { lines } = AuditCli.summarizeAborts(
  *   { aborted: [{ key: "orders/p=00000/a.rec", uploadId: "u1", initiated: "2026-12-01T10:00:00.000Z" }], gone: [], kept: [], failed: [], truncated: false },
@@ -490,7 +491,7 @@ const describe = (error: unknown): { readonly message: string; readonly code: nu
  * **Example**
  *
  * ```ts
- * import { AuditCli } from "@sluice/adapter-s3"
+ * import * as AuditCli from "@sluice/adapter-s3/AuditCli"
  *
  * const code = await AuditCli.main(["audit", "--bucket", "archive", "--endpoint", "http://127.0.0.1:19000", "--json"])
  * ```

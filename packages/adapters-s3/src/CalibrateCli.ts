@@ -136,7 +136,7 @@ const problemOf = (error: CliError.CliError, line: Definition.Line, argv: Readon
  * **Example**
  *
  * ```ts
- * import { CalibrateCli } from "@sluice/adapter-s3"
+ * import * as CalibrateCli from "@sluice/adapter-s3/CalibrateCli"
  *
  * CalibrateCli.parse(["--bucket", "cal", "--inflight", "1,4"], {})
  * // { bucket: "cal", region: "us-east-1", sizes: [65536, 1048576, 8388608], inflights: [1, 4], cellSeconds: 3, … }
@@ -208,7 +208,7 @@ const size = (bytes: number) =>
  * **Example**
  *
  * ```ts
- * import { CalibrateCli } from "@sluice/adapter-s3"
+ * import * as CalibrateCli from "@sluice/adapter-s3/CalibrateCli"
  *
  * const code = await CalibrateCli.main(["--bucket", "cal", "--endpoint", "http://127.0.0.1:19000", "--json"])
  * ```

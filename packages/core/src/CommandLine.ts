@@ -8,6 +8,9 @@
  *
  * Every Sluice command line (`sluice-sim`, `sluice audit`, `sluice calibrate`)
  * reads its arguments this way, then maps what it read to its own messages.
+ * A subpath (`@sluice/core/CommandLine`), not in the index: `effect/cli` is
+ * loaded only by the CLIs, never by a pipeline that imports `@sluice/core`
+ * (~40 ms of every archiver's start).
  *
  * @since 0.5.0
  */
@@ -30,7 +33,7 @@ import { ChildProcessSpawner } from "effect/process"
  * **Example**
  *
  * ```ts
- * import { CommandLine } from "@sluice/core"
+ * import * as CommandLine from "@sluice/core/CommandLine"
  *
  * const out = CommandLine.lastValue("out", "dir", "where to write the files") // --out <dir>
  * ```
@@ -54,7 +57,7 @@ export const lastValue = (name: string, metavar: string, description: string): F
  * **Example**
  *
  * ```ts
- * import { CommandLine } from "@sluice/core"
+ * import * as CommandLine from "@sluice/core/CommandLine"
  *
  * const json = CommandLine.switchFlag("json", "print the report as JSON")
  * ```
@@ -99,7 +102,7 @@ export interface GlobalFlags {
  * **Example**
  *
  * ```ts
- * import { CommandLine } from "@sluice/core"
+ * import * as CommandLine from "@sluice/core/CommandLine"
  *
  * const globals = CommandLine.globalFlags({
  *   help: "print this help (of the whole CLI, or of one command: tool run --help)",
@@ -207,7 +210,7 @@ export interface Recorder<P> {
  * ```ts
  * import { Context, Effect } from "effect"
  * import { Argument, Command } from "effect/cli"
- * import { CommandLine } from "@sluice/core"
+ * import * as CommandLine from "@sluice/core/CommandLine"
  *
  * class Captured extends Context.Service<Captured, CommandLine.Recorder<string>>()("Captured") {}
  *
@@ -280,7 +283,7 @@ export const reader = <const Name extends string, Input, ContextInput, I, P>(
  * ```ts
  * import { Context, Effect } from "effect"
  * import { Command } from "effect/cli"
- * import { CommandLine } from "@sluice/core"
+ * import * as CommandLine from "@sluice/core/CommandLine"
  *
  * class Captured extends Context.Service<Captured, CommandLine.Recorder<"ran">>()("Captured") {}
  *
@@ -312,7 +315,7 @@ const metavar = (type: string): string => (type.startsWith("<") ? type : `<${typ
  *
  * ```ts
  * import { Option } from "effect"
- * import { CommandLine } from "@sluice/core"
+ * import * as CommandLine from "@sluice/core/CommandLine"
  *
  * CommandLine.flagUsage({ name: "policy", aliases: [], type: "spec", description: Option.none(), required: false })
  * // "--policy <spec>"
@@ -331,7 +334,7 @@ export const flagUsage = (flag: HelpDoc.FlagDoc): string => (flag.type === "bool
  * **Example**
  *
  * ```ts
- * import { CommandLine } from "@sluice/core"
+ * import * as CommandLine from "@sluice/core/CommandLine"
  *
  * CommandLine.table([["run", "run one scenario"], ["schema", "print the schema"]])
  * // ["  run     run one scenario", "  schema  print the schema"]
@@ -354,7 +357,7 @@ export const table = (rows: ReadonlyArray<readonly [string, string]>): Array<str
  *
  * ```ts
  * import { Option } from "effect"
- * import { CommandLine } from "@sluice/core"
+ * import * as CommandLine from "@sluice/core/CommandLine"
  *
  * CommandLine.flagRows([{ name: "help", aliases: ["-h"], type: "boolean", description: Option.some("print this help"), required: false }])
  * // ["  --help, -h  print this help"]

@@ -6,7 +6,6 @@
  * @module @sluice/core
  */
 export * as Batch from "./Batch.ts"
-export * as CommandLine from "./CommandLine.ts"
 export * as CommitTracker from "./CommitTracker.ts"
 export * as Compression from "./Compression.ts"
 export * as Config from "./Config.ts"

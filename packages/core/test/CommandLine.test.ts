@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { CommandLine } from "@sluice/core"
+import * as CommandLine from "../src/CommandLine.ts"
 
 /** What the `tool run` handler records. */
 interface Run {

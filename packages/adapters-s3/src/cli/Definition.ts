@@ -15,7 +15,7 @@
 import { Context, Effect, Option } from "effect"
 import { CliError, Command, Completions, Flag } from "effect/cli"
 import type { HelpDoc } from "effect/cli"
-import { CommandLine } from "@sluice/core"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { MAX_UPLOADS_LISTED } from "../AuditS3.ts"
 import { Bounds } from "../Calibrate.ts"
 

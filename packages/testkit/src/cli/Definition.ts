@@ -14,7 +14,8 @@
 import { Context, Effect, Option } from "effect"
 import { Argument, CliError, Command, Completions, Flag } from "effect/cli"
 import type { HelpDoc } from "effect/cli"
-import { CommandLine, Config, Suggestion } from "@sluice/core"
+import { Config, Suggestion } from "@sluice/core"
+import * as CommandLine from "@sluice/core/CommandLine"
 import * as Family from "../Family.ts"
 
 /**
