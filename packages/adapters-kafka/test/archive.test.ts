@@ -11,22 +11,20 @@ import * as KafkaSource from "../src/KafkaSource.ts"
 import * as RecordEnvelope from "../src/RecordEnvelope.ts"
 import {
   archived,
+  backlogTopic,
   brokers,
   checkingSource,
   closeClients,
   commitsOf,
   complete,
-  FULL_HISTORY,
-  partitionsOf,
-  requireBroker,
-  createTopic,
   endOffsets,
+  FULL_HISTORY,
   groupOffsets,
+  partitionsOf,
   produce,
   producedOf,
   Ranges,
   sleep,
-  topicName,
   verifyingSink,
   waitFor,
   waitForSteady
@@ -38,12 +36,9 @@ afterAll(closeClients)
 
 describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
   it("archives every record exactly once (key, headers, timestamp and value) and commits the end offsets, only over verified batches", async () => {
-    await requireBroker()
-    const topic = topicName("archive")
     const partitions = 4
     const perPartition = 2500
-    await createTopic(topic, partitions)
-    await produce(topic, partitions, { count: perPartition, recordBytes: RECORD_BYTES })
+    const topic = await backlogTopic("archive", partitions, { count: perPartition, recordBytes: RECORD_BYTES })
     const groupId = `${topic}-g`
 
     const verified = new Ranges()
@@ -104,12 +99,9 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
   })
 
   it("resumes after a crash from the last committed offset: no loss, every offset committed once", async () => {
-    await requireBroker()
-    const topic = topicName("crash")
     const partitions = 3
     const perPartition = 3000
-    await createTopic(topic, partitions)
-    await produce(topic, partitions, { count: perPartition, recordBytes: RECORD_BYTES })
+    const topic = await backlogTopic("crash", partitions, { count: perPartition, recordBytes: RECORD_BYTES })
     const groupId = `${topic}-g`
     const config = { batch: { records: 250, maxAge: "100 millis" }, tick: 20 }
 
@@ -194,12 +186,9 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
   })
 
   it("a restart's backlog is sealed once read (caughtUp), not maxAge later: committed within seconds with maxAge 60 s", async () => {
-    await requireBroker()
-    const topic = topicName("caughtup")
     const partitions = 2
     const perPartition = 2000
-    await createTopic(topic, partitions)
-    await produce(topic, partitions, { count: perPartition, recordBytes: RECORD_BYTES })
+    const topic = await backlogTopic("caughtup", partitions, { count: perPartition, recordBytes: RECORD_BYTES })
     const groupId = `${topic}-g`
     const all = Array.from({ length: partitions }, (_, p) => p)
     // Batches far larger than the backlog, and a maxAge longer than the test's
@@ -225,11 +214,8 @@ describe("KafkaSource with the core pipeline", { timeout: 180_000 }, () => {
   })
 
   it("pauses fetching while the read gate is closed and resumes when it opens", async () => {
-    await requireBroker()
-    const topic = topicName("pause")
     const partitions = 2
-    await createTopic(topic, partitions)
-    await produce(topic, partitions, { count: 500, recordBytes: RECORD_BYTES })
+    const topic = await backlogTopic("pause", partitions, { count: 500, recordBytes: RECORD_BYTES })
     const groupId = `${topic}-g`
 
     await Effect.runPromise(Effect.scoped(Effect.gen(function*() {

@@ -8,7 +8,13 @@ import { Source } from "@sluice/core"
 import { Effect, Exit, Fiber, Scope, Stream } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import * as KafkaSource from "../src/KafkaSource.ts"
-import { brokers, closeClients, createTopic, produce, requireBroker, topicName, waitFor, waitForSteady } from "./support.ts"
+import {
+  backlogTopic,
+  brokers,
+  closeClients,
+  waitFor,
+  waitForSteady
+} from "./support.ts"
 
 const RECORD_BYTES = 100
 /** Records per produce request, so record batches are small (a broker may overshoot a fetch's size by one batch). */
@@ -29,11 +35,8 @@ const puller = (source: Source.Source, scope: Scope.Scope) =>
 
 describe("bounded read-ahead", { timeout: 120_000 }, () => {
   it("holds at most prefetchBytes (+ one record batch) while the pipeline takes nothing, and reads on as it takes", async () => {
-    await requireBroker()
-    const topic = topicName("readahead")
     const partitions = 2
-    await createTopic(topic, partitions)
-    await produce(topic, partitions, { count: 4000, recordBytes: RECORD_BYTES, perSend: PER_SEND })
+    const topic = await backlogTopic("readahead", partitions, { count: 4000, recordBytes: RECORD_BYTES, perSend: PER_SEND })
     const prefetchBytes = 64 * 1024
     const scope = Effect.runSync(Scope.make())
     try {
@@ -77,11 +80,8 @@ describe("bounded read-ahead", { timeout: 120_000 }, () => {
   })
 
   it("a revoke reaches the pipeline ahead of chunks it has not taken, although the read-ahead is full", async () => {
-    await requireBroker()
-    const topic = topicName("revoke-ahead")
     const partitions = 4
-    await createTopic(topic, partitions)
-    await produce(topic, partitions, { count: 3000, recordBytes: RECORD_BYTES, perSend: PER_SEND })
+    const topic = await backlogTopic("revoke-ahead", partitions, { count: 3000, recordBytes: RECORD_BYTES, perSend: PER_SEND })
     const mode = { kind: "group", groupId: `${topic}-g`, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: 10_000 } as const
     const config = { brokers: brokers(), topic, mode, prefetch: 4, fetch: { maxWait: 100, partitionMaxBytes: "4 KiB" } }
     const scopeA = Effect.runSync(Scope.make())

@@ -12,20 +12,17 @@ import { afterAll, describe, expect, it } from "vitest"
 import * as KafkaSource from "../src/KafkaSource.ts"
 import {
   archived,
+  backlogTopic,
   brokers,
   checkingSource,
   closeClients,
   commitsOf,
   complete,
-  FULL_HISTORY,
-  partitionsOf,
-  requireBroker,
-  createTopic,
   endOffsets,
+  FULL_HISTORY,
   groupOffsets,
-  produce,
+  partitionsOf,
   Ranges,
-  topicName,
   verifyingSink,
   waitFor
 } from "./support.ts"
@@ -36,12 +33,9 @@ afterAll(closeClients)
 
 describe("consumer-group rebalance", { timeout: 180_000 }, () => {
   it("two members: revoked partitions are never committed past an unverified batch", async () => {
-    await requireBroker()
-    const topic = topicName("rebalance")
     const partitions = 4
     const perPartition = 3000
-    await createTopic(topic, partitions)
-    await produce(topic, partitions, { count: perPartition, recordBytes: RECORD_BYTES })
+    const topic = await backlogTopic("rebalance", partitions, { count: perPartition, recordBytes: RECORD_BYTES })
     const groupId = `${topic}-g`
     const mode = { kind: "group", groupId, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: 10_000 } as const
     const config = { batch: { records: 150, maxAge: "100 millis" }, tick: 20 }

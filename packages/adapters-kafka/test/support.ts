@@ -86,6 +86,23 @@ export const createTopic = async (
   await getAdmin().createTopics({ topics: [topic], partitions, replicas: 1, configs: [...configs] })
 }
 
+/**
+ * A fresh topic of `partitions` partitions holding `count` records in each
+ * ({@link produce}), after {@link requireBroker}: the backlog most tests start
+ * from. Returns the topic's name.
+ */
+export const backlogTopic = async (
+  label: string,
+  partitions: number,
+  produced: { readonly count: number; readonly recordBytes: number; readonly perSend?: number }
+): Promise<string> => {
+  await requireBroker()
+  const topic = topicName(label)
+  await createTopic(topic, partitions)
+  await produce(topic, partitions, produced)
+  return topic
+}
+
 export const setTopicConfig = async (topic: string, name: string, value: string): Promise<void> => {
   await getAdmin().incrementalAlterConfigs({
     resources: [{
