@@ -300,7 +300,7 @@ export const start = <E = never>(
       settled: checkDone,
       failCause: (cause) => Deferred.failCause(done, cause)
     })
-    const sealed = handOn({ committer, uploader, stats, metrics, publish })
+    const sealed = handOn({ sealer, committer, uploader, stats, metrics, publish })
     const admission = yield* Admission.make({
       source,
       sealer,
@@ -368,12 +368,14 @@ const baseKnobs = (config: PipelineConfig): KnobValues => ({
 })
 
 /**
- * The hand-off from the sealer to the rest: registers each sealed batch with
- * the committer, counts and publishes the seal — at once, when called, so that
- * registration follows seal order whichever fiber sealed — and returns the
- * effect that queues the batches for upload.
+ * The hand-off from the sealer to the rest: refreshes the open bytes,
+ * registers each sealed batch with the committer, counts and publishes the
+ * seal — at once, when called, so that registration follows seal order
+ * whichever fiber sealed — and returns the effect that queues the batches for
+ * upload.
  */
 const handOn = (deps: {
+  readonly sealer: Sealer
   readonly committer: Committer.Committer
   readonly uploader: Uploader.Uploader
   readonly stats: PipelineStats
@@ -381,6 +383,7 @@ const handOn = (deps: {
   readonly publish: (signal: SignalBus.Signal) => void
 }) =>
 (batches: ReadonlyArray<SealedBatch>, now: number): Effect.Effect<void> => {
+  deps.stats.openBytes = deps.sealer.openBytes
   if (batches.length === 0) return Effect.void
   for (const batch of batches) {
     deps.committer.register(batch)

@@ -67,9 +67,10 @@ export interface AdmissionDeps {
   readonly metrics: Instruments
   readonly publish: (signal: Signal) => void
   /**
-   * Hands freshly sealed batches on: registers them with the committer at
-   * once, when called (so registration follows seal order whatever fibers
-   * seal), and returns the effect that queues them for upload.
+   * Hands freshly sealed batches on: refreshes the open bytes and registers
+   * them with the committer at once, when called (so registration follows
+   * seal order whatever fibers seal), and returns the effect that queues them
+   * for upload.
    */
   readonly sealed: (batches: ReadonlyArray<SealedBatch>, now: number) => Effect.Effect<void>
   /** Revoked partitions: forget them downstream (their sealed batches are abandoned). */
@@ -166,18 +167,8 @@ export const make = (deps: AdmissionDeps): Effect.Effect<Admission> =>
 
 const epochOf = (reader: Reader, partition: number): number => reader.epochs.get(partition) ?? 0
 
-/**
- * Hands batches the sealer just sealed on (registered now, see `sealed`) and
- * refreshes the open bytes; the returned effect submits them.
- */
-const handOn = (reader: Reader, batches: ReadonlyArray<SealedBatch>, now: number): Effect.Effect<void> => {
-  const submit = reader.deps.sealed(batches, now)
-  reader.deps.stats.openBytes = reader.deps.sealer.openBytes
-  return submit
-}
-
 const sealAll = (reader: Reader, reason: "pressure" | "drain") =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => handOn(reader, reader.deps.sealer.sealAll(reason, now), now))
+  Effect.flatMap(Clock.currentTimeMillis, (now) => reader.deps.sealed(reader.deps.sealer.sealAll(reason, now), now))
 
 /** The reader's loop: every event in order, until the source ends; then seals (`drain`). */
 const readAll = (reader: Reader): Effect.Effect<void, SourceError> =>
@@ -368,7 +359,7 @@ const onGap = (reader: Reader, gap: RetentionGap) =>
     metrics.retentionGapRecords.add(gap.lostRecords, { [Attribute.partition]: String(gap.partition) })
     // The records before the gap go in their own batch; the next batch starts
     // at the log start and carries the gap in its manifest.
-    const submit = handOn(reader, sealer.sealPartition(gap.source, gap.partition, "gap", now), now)
+    const submit = reader.deps.sealed(sealer.sealPartition(gap.source, gap.partition, "gap", now), now)
     sealer.recordGap(gap.source, gap.partition, { expected: gap.expected, logStart: gap.logStart, lostRecords: gap.lostRecords })
     reader.deps.publish({ ...gap, at: now })
     yield* submit
@@ -377,7 +368,7 @@ const onGap = (reader: Reader, gap: RetentionGap) =>
 /** The partition's backlog is read: its open batch is sealed now (`caughtUp`), not `maxAge` after it opened. */
 const onCaughtUp = (reader: Reader, event: CaughtUp) =>
   Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    handOn(reader, reader.deps.sealer.sealPartition(reader.deps.source.name, event.partition, "caughtUp", now), now)).pipe(Effect.uninterruptible)
+    reader.deps.sealed(reader.deps.sealer.sealPartition(reader.deps.source.name, event.partition, "caughtUp", now), now)).pipe(Effect.uninterruptible)
 
 const onRevoke = (reader: Reader, event: PartitionsRevoked) =>
   Effect.gen(function*() {

@@ -136,9 +136,7 @@ const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>, reported: Repo
     const { stats, metrics } = deps
     const now = yield* Clock.currentTimeMillis
     const values = deps.knobs.current()
-    const submit = deps.sealed(deps.sealer.sealExpired(now, values.batchTarget.maxAgeMillis), now)
-    stats.openBytes = deps.sealer.openBytes
-    yield* submit
+    yield* deps.sealed(deps.sealer.sealExpired(now, values.batchTarget.maxAgeMillis), now)
     deps.refresh(now)
     const totalLag = recordLag(metrics, lag)
     metrics.inflightBatches.add(stats.uploading - reported.batches)
