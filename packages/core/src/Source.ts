@@ -76,7 +76,7 @@ export type CommitOutcome = void | CommitRefused
  * source announces it at most once per assignment of a partition; one that
  * does not know leaves it out (the Kafka source announces it).
  *
- * @since 0.2.0
+ * @since 0.5.0
  */
 export interface CaughtUp {
   readonly _tag: "CaughtUp"
