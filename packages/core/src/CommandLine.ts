@@ -367,3 +367,119 @@ export const table = (rows: ReadonlyArray<readonly [string, string]>): Array<str
  */
 export const flagRows = (flags: ReadonlyArray<HelpDoc.FlagDoc>): Array<string> =>
   table(flags.map((f) => [[flagUsage(f), ...f.aliases].join(", "), Option.getOrElse(f.description, () => "")] as const))
+
+// ---------------------------------------------------------------------------
+// A command of its own
+// ---------------------------------------------------------------------------
+
+/**
+ * What one argument list of a {@link Script} asks for: to run with the flags
+ * as `effect/cli` typed them, its help, a shell completion script, or nothing
+ * (the line is wrong: `message` says how, in `effect/cli`'s words).
+ *
+ * @since 0.5.0
+ */
+export type ScriptLine<A> =
+  | { readonly _tag: "Run"; readonly flags: A }
+  | { readonly _tag: "Help"; readonly text: string }
+  | { readonly _tag: "Completions"; readonly script: string }
+  | { readonly _tag: "Invalid"; readonly message: string }
+
+/**
+ * A command without subcommands, read with its `effect/cli` definition: the
+ * help generated from it, and a reader of argument lists.
+ *
+ * @since 0.5.0
+ */
+export interface Script<A> {
+  /** The command's name, as the help and the completion script spell it. */
+  readonly name: string
+  /** The help (`--help`), generated from the definition: usage, description, flags. */
+  readonly help: string
+  /** Reads an argument list (without node and the script) into what it asks for. */
+  readonly read: (argv: ReadonlyArray<string>) => ScriptLine<A>
+}
+
+const plain = CliOutput.defaultFormatter({ colors: false })
+
+/**
+ * A command of its own (an npm script, a tool): its flags as an `effect/cli`
+ * definition, read without running anything, with `--help`/`-h` and
+ * `--completions <shell>`.
+ *
+ * **When to use**: for a command with flags only, whose own code decides what
+ * to do with a {@link ScriptLine} (print the help, exit 2 with the message, run).
+ * A CLI of several commands uses {@link reader} with its own tree.
+ *
+ * **Details**: the help is `effect/cli`'s default layout without colours,
+ * computed once, at the call. A wrong line's message is every error
+ * `effect/cli` found, one a line (an unknown flag with its "did you mean").
+ * Values are checked by the flags' own types (`Flag.Integer`, `Flag.Choice`,
+ * `Flag.mapEffect`); what only the command can check, it checks after.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Flag } from "effect/cli"
+ * import * as CommandLine from "@sluice/core/CommandLine"
+ *
+ * const bench = CommandLine.script("bench", {
+ *   rounds: Flag.Integer("rounds").pipe(Flag.withDefault(3), Flag.withDescription("rounds of each contender")),
+ *   json: CommandLine.switchFlag("json", "print the result as one JSON line, last")
+ * }, "Times the pipeline against a plain loop.")
+ *
+ * bench.read(["--rounds", "5"]) // { _tag: "Run", flags: { rounds: 5, json: false } }
+ * bench.read(["--rouns", "5"])._tag // "Invalid"
+ * ```
+ *
+ * @since 0.5.0
+ */
+export const script = <const Name extends string, const C extends Command.Command.Config>(
+  name: Name,
+  config: C,
+  description: string,
+  options?: {
+    /** How the command is typed, for the help's usage line, when not by its name (`npm run soak --`). */
+    readonly invocation?: string | undefined
+  }
+): Script<Command.Command.Config.Infer<C>> => {
+  type A = Command.Command.Config.Infer<C>
+  const Captured = Context.Service<Recorder<{ readonly _tag: "Run"; readonly flags: A }>>(`@sluice/core/CommandLine/script/${name}`)
+  const command = Command.make(
+    name,
+    config,
+    (flags) => Captured.use((captured) => Effect.sync(() => captured.set({ _tag: "Run", flags })))
+  ).pipe(
+    Command.withDescription(description)
+  )
+  const read = reader(command, Captured, globalFlags({
+    help: "print this help",
+    completions: `print the shell completion script (bash, zsh, fish, powershell)`
+  }))
+  const doc = helpDoc(read(["--help"]), `${name}: no help document`)
+  const invocation = options?.invocation
+  const help = plain.formatHelpDoc(invocation === undefined ? doc : { ...doc, usage: doc.usage.replace(name, invocation) }).trimEnd()
+  const completion = (shell: Completions.Shell) => Completions.generate(name, shell, Completions.fromCommand(command))
+  return {
+    name,
+    help,
+    read: (argv) => {
+      const reading = read(argv)
+      const parsed = reading.parsed
+      if (reading.error !== undefined) {
+        const errors = reading.error._tag === "ShowHelp" ? reading.error.errors : [reading.error]
+        return { _tag: "Invalid", message: errors.map((e) => `${name}: ${e.message.trim()}`).join("\n") }
+      }
+      if (parsed === undefined) return { _tag: "Invalid", message: `${name}: nothing was read from the line` }
+      switch (parsed._tag) {
+        case "Run":
+          return parsed
+        case "Completions":
+          return { _tag: "Completions", script: completion(parsed.shell) }
+        case "Help":
+        case "Version":
+          return { _tag: "Help", text: help }
+      }
+    }
+  }
+}

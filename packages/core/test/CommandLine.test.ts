@@ -107,3 +107,39 @@ describe("CommandLine help layout", () => {
     ])
   })
 })
+
+describe("CommandLine.script", () => {
+  const bench = CommandLine.script("bench", {
+    rounds: Flag.Int("rounds").pipe(Flag.withDefault(3), Flag.withDescription("rounds of each contender")),
+    peer: Flag.Literals("peer", ["quix", "camel"]).pipe(Flag.withDefault("quix"), Flag.withDescription("the peer")),
+    json: CommandLine.switchFlag("json", "print one JSON line, last")
+  }, "Times the pipeline.", { invocation: "npm run bench --" })
+
+  it("reads a line into the flags as effect/cli typed them, defaults filled", () => {
+    expect(bench.read(["--rounds", "5", "--json"])).toEqual({ _tag: "Run", flags: { rounds: 5, peer: "quix", json: true } })
+    expect(bench.read([])).toEqual({ _tag: "Run", flags: { rounds: 3, peer: "quix", json: false } })
+  })
+
+  it("generates the help from the definition, with the invocation in its usage line", () => {
+    expect(bench.help).toContain("npm run bench -- [flags]")
+    expect(bench.help).toContain("Times the pipeline.")
+    expect(bench.help).toMatch(/--rounds integer +rounds of each contender/)
+    expect(bench.help).toMatch(/--completions shell/)
+    expect(bench.read(["--rounds", "x", "--help"])).toEqual({ _tag: "Help", text: bench.help })
+    expect(bench.read(["-h"])).toEqual({ _tag: "Help", text: bench.help })
+  })
+
+  it("names what is wrong, prefixed by the command, with a suggestion for a typo", () => {
+    const typo = bench.read(["--rouns", "5"])
+    expect(typo._tag).toBe("Invalid")
+    expect(typo._tag === "Invalid" && typo.message).toMatch(/^bench: Unrecognized flag: --rouns[\s\S]*--rounds/)
+    const choice = bench.read(["--peer", "kafka-connect"])
+    expect(choice._tag === "Invalid" && choice.message).toMatch(/^bench: Invalid value for flag --peer: "kafka-connect"/)
+  })
+
+  it("gives the completion script of the command for a shell", () => {
+    const line = bench.read(["--completions", "bash"])
+    expect(line._tag).toBe("Completions")
+    expect(line._tag === "Completions" && line.script).toContain("--rounds")
+  })
+})
