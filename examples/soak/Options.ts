@@ -1,20 +1,29 @@
 /**
- * soak — the command line: `--rate R --duration D [--source synthetic|kafka]
- * [--sink memory|s3] [--json] [--partitions P] [--out DIR]`, read into plain
- * data and decoded with an `effect/Schema` (through `Config.decode`, so every
- * bad flag is reported at once, naming it: `soak: Expected a rate of records
- * per second greater than 0, got "-1"\n  at ["rate"]`).
+ * soak — the command line (`npm run soak -- --rate R --duration D [--source
+ * synthetic|kafka] [--sink memory|s3] [--json] [--partitions P]
+ * [--record-bytes B] [--out DIR]`): its flags as an `effect/cli` definition
+ * ({@link command}, which also gives `--help` and `--completions`), and the
+ * values it reads decoded with an `effect/Schema` (through
+ * `Config.decodeResult`, so every bad value is reported at once, naming its
+ * flag: `soak: Expected a rate of records per second greater than 0, got
+ * -1\n  at ["rate"]`). An unknown flag, a missing value or a bad choice is
+ * refused by `effect/cli`, in its words.
  *
  * Rates accept `250000`, `250_000`, `2.5e5`, `250k` or `1M`; durations `60`
  * (seconds), `60s`, `5m` or `90 seconds`.
  */
 import { Config } from "@sluice/core"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { Effect, Result, Schema, SchemaGetter, SchemaIssue } from "effect"
+import { Flag } from "effect/cli"
 
 /** Where records come from: the rate-paced generator in this process, or a topic on the local broker fed by a producer at the rate. */
 export type SourceKind = "synthetic" | "kafka"
 /** Where batches go: an in-process store that keeps checksums until verified, or a bucket on the local S3 server. */
 export type SinkKind = "memory" | "s3"
+
+const SOURCES = ["synthetic", "kafka"] as const satisfies ReadonlyArray<SourceKind>
+const SINKS = ["memory", "s3"] as const satisfies ReadonlyArray<SinkKind>
 
 const SUFFIX: ReadonlyMap<string, number> = new Map([["", 1], ["k", 1e3], ["m", 1e6], ["g", 1e9]])
 
@@ -45,74 +54,88 @@ const parsed = (what: string, parse: (text: string) => number | undefined, ok: (
   )
 
 /**
- * The soak's options, decoded. Defaults: synthetic source, memory sink, 8
- * partitions, 150-byte records, reports under `reports/`.
+ * The soak's options, decoded from the values {@link command} read (its
+ * defaults: synthetic source, memory sink, 8 partitions, 150-byte records,
+ * reports under `reports/`).
  */
 export const Options = Schema.Struct({
   rate: parsed("a rate of records per second (250000, 250k, 1M)", parseCount, (n) =>
     n > 0 ? undefined : `Expected a rate of records per second greater than 0, got ${n}`),
   duration: parsed("a duration (60, 60s, 5m)", parseDuration, (n) =>
     n >= 1000 ? undefined : `Expected a duration of at least 1 second, got ${n} ms`),
-  source: Schema.Literals(["synthetic", "kafka"]).pipe(Schema.withDecodingDefaultKey(Effect.succeed<SourceKind>("synthetic"))),
-  sink: Schema.Literals(["memory", "s3"]).pipe(Schema.withDecodingDefaultKey(Effect.succeed<SinkKind>("memory"))),
-  json: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
+  source: Schema.Literals(SOURCES),
+  sink: Schema.Literals(SINKS),
+  json: Schema.Boolean,
   partitions: parsed("a whole number of partitions", parseCount, (n) =>
-    Number.isInteger(n) && n >= 1 && n <= 1024 ? undefined : `Expected a whole number of partitions from 1 to 1024, got ${n}`).pipe(
-      Schema.withDecodingDefaultKey(Effect.succeed("8"))
-    ),
+    Number.isInteger(n) && n >= 1 && n <= 1024 ? undefined : `Expected a whole number of partitions from 1 to 1024, got ${n}`),
   recordBytes: parsed("a record size in bytes", parseCount, (n) =>
-    Number.isInteger(n) && n >= 16 ? undefined : `Expected a whole number of bytes ≥ 16, got ${n}`).pipe(
-      Schema.withDecodingDefaultKey(Effect.succeed("150"))
-    ),
-  out: Schema.NonEmptyString.pipe(Schema.withDecodingDefaultKey(Effect.succeed("reports")))
+    Number.isInteger(n) && n >= 16 ? undefined : `Expected a whole number of bytes ≥ 16, got ${n}`),
+  out: Schema.NonEmptyString
 })
 
 /** The decoded options. */
 export type Options = typeof Options.Type
 
-/** Flags that take no value. */
-const FLAGS: ReadonlySet<string> = new Set(["json"])
-
-const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())
+/**
+ * The `npm run soak` command line: its flags (the counts and durations as
+ * text, decoded by {@link Options}), the help generated from them, and a
+ * reader of argument lists.
+ */
+export const command = CommandLine.script("soak", {
+  rate: Flag.String("rate").pipe(
+    Flag.withMetavar("R"),
+    Flag.withDescription("records per second offered, required (250000, 250_000, 2.5e5, 250k, 1M)")
+  ),
+  duration: Flag.String("duration").pipe(
+    Flag.withMetavar("D"),
+    Flag.withDescription("how long to offer them, at least 1 s, required (60 = seconds, 60s, 5m); then the pipeline drains")
+  ),
+  source: Flag.Literals("source", SOURCES).pipe(
+    Flag.withDefault("synthetic"),
+    Flag.withDescription("synthetic (default): rate-paced, in process; kafka: the local broker, fed by a producer at the rate")
+  ),
+  sink: Flag.Literals("sink", SINKS).pipe(
+    Flag.withDefault("memory"),
+    Flag.withDescription("memory (default): in process; s3: a bucket on the local S3 server")
+  ),
+  json: CommandLine.switchFlag("json", "the last stdout line is one JSON object (the result)"),
+  partitions: Flag.String("partitions").pipe(
+    Flag.withMetavar("P"),
+    Flag.withDefault("8"),
+    Flag.withDescription("partitions of the source, 1 to 1024 (default 8)")
+  ),
+  recordBytes: Flag.String("record-bytes").pipe(
+    Flag.withMetavar("B"),
+    Flag.withDefault("150"),
+    Flag.withDescription("bytes a record, at least 16 (default 150)")
+  ),
+  out: Flag.String("out").pipe(
+    Flag.withMetavar("DIR"),
+    Flag.withDefault("reports"),
+    Flag.withDescription("where the report folder soak-<time>/ is written (default reports)")
+  )
+}, [
+  "Offers records at --rate for --duration to the archiving pipeline in real time, then drains it;",
+  "  a progress line a second on stderr. Writes reports/soak-<time>/: samples.csv (one row a second),",
+  "  *.svg, summary.md. Exit 0 when verified = committed and nothing lost, 1 otherwise, 2 bad options."
+].join("\n"), { invocation: "npm run soak --" })
 
 /**
- * Decodes the command line (`process.argv.slice(2)`): `--name value` pairs
- * and the `--json` flag. A flag given twice, a value without a flag, or a
- * flag the schema does not know fails with a `ConfigError` naming it.
+ * Reads the command line (`process.argv.slice(2)`) into what it asks for:
+ * to run with the decoded {@link Options}, the help, a completion script, or
+ * nothing: `effect/cli` refused the line, or a value failed to decode (every
+ * bad value named, `soak: Expected … got -1\n  at ["rate"]`).
  *
  * **Example**
  *
  * ```ts
- * const options = Options.fromArgv(["--rate", "1M", "--duration", "60s", "--json"])
- * // Result.succeed({ rate: 1000000, duration: 60000, source: "synthetic", sink: "memory", json: true, … })
+ * const line = Options.fromArgv(["--rate", "1M", "--duration", "60s", "--json"])
+ * // { _tag: "Run", flags: { rate: 1000000, duration: 60000, source: "synthetic", sink: "memory", json: true, … } }
  * ```
  */
-export const fromArgv = (argv: ReadonlyArray<string>): Result.Result<Options, Config.ConfigError> => {
-  const data: Record<string, string | boolean> = {}
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? ""
-    const m = /^--([a-z][a-z-]*)(?:=(.*))?$/.exec(arg)
-    if (m === null) return Result.fail(new Config.ConfigError({ component: "soak", message: `soak: unexpected argument ${JSON.stringify(arg)} (flags are --name value)` }))
-    const name = camel(m[1] ?? "")
-    if (!(name in Options.fields)) return Result.fail(new Config.ConfigError({ component: "soak", message: `soak: unknown flag --${m[1]}` }))
-    if (name in data) return Result.fail(new Config.ConfigError({ component: "soak", message: `soak: --${m[1]} given twice` }))
-    if (FLAGS.has(name)) {
-      data[name] = true
-    } else {
-      const value = m[2] ?? argv[++i]
-      if (value === undefined) return Result.fail(new Config.ConfigError({ component: "soak", message: `soak: --${m[1]} needs a value` }))
-      data[name] = value
-    }
-  }
-  return Config.decodeResult("soak", Options, data as unknown)
+export const fromArgv = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Options> => {
+  const line = command.read(argv)
+  if (line._tag !== "Run") return line
+  const decoded = Config.decodeResult("soak", Options, line.flags)
+  return Result.isSuccess(decoded) ? { _tag: "Run", flags: decoded.success } : { _tag: "Invalid", message: decoded.failure.message }
 }
-
-/** What `--help` prints. */
-export const usage = `usage: npm run soak -- --rate R --duration D [--source synthetic|kafka] [--sink memory|s3] [--json]
-                      [--partitions 8] [--record-bytes 150] [--out reports]
-  --rate        records per second offered (250000, 250k, 1M)
-  --duration    how long to offer them (60, 60s, 5m); then the pipeline drains
-  --source      synthetic (rate-paced, in process; default) or kafka (local broker, fed by a producer at the rate)
-  --sink        memory (in process; default) or s3 (local S3 server)
-  --json        the last stdout line is one JSON object
-Writes reports/soak-<time>/: samples.csv (one row a second), *.svg, summary.md.`

@@ -17,56 +17,18 @@
  * if no kill landed at all, nothing was tested and the command exits 1 (use
  * more records, or a smaller `--max-ms`). With `--json` the last stdout line
  * is `{ runs, kills, recordsChecked, lost, orphanedUploads, … }`. Every wait
- * is bounded.
+ * is bounded. The flags, their defaults and ranges: `ChaosOptions.ts`
+ * (`npm run chaos -- --help`); bad options exit 2.
  */
 import { spawn, spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
-import { parseArgs } from "node:util"
 import { Admin } from "@platformatic/kafka"
 import { createBucket, produce } from "../kafka-to-s3/produce.ts"
+import * as ChaosOptions from "./ChaosOptions.ts"
 import { committedOffsets, committedRecords, exited, servicesFromEnv, sleep } from "./KillRuns.ts"
+import * as Usage from "./Usage.ts"
 
-const usage = "usage: npm run chaos -- [--runs 20] [--records 3000000] [--partitions 8] [--seed 7] [--min-ms 0] [--max-ms 1000] [--json]"
-
-const options = (() => {
-  try {
-    const { values } = parseArgs({
-      options: {
-        runs: { type: "string", default: "20" },
-        records: { type: "string", default: "3000000" },
-        partitions: { type: "string", default: "8" },
-        seed: { type: "string", default: "7" },
-        "min-ms": { type: "string", default: "0" },
-        "max-ms": { type: "string", default: "1000" },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", default: false }
-      }
-    })
-    if (values.help) {
-      console.log(usage)
-      process.exit(0)
-    }
-    const int = (flag: string, text: string, min: number, max: number) => {
-      const n = Number(text)
-      if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${flag}: expected a whole number in [${min}, ${max}], got ${text}`)
-      return n
-    }
-    const minMs = int("--min-ms", values["min-ms"], 0, 600_000)
-    const maxMs = int("--max-ms", values["max-ms"], minMs, 600_000)
-    return {
-      runs: int("--runs", values.runs, 1, 1000),
-      records: int("--records", values.records, 1, 10_000_000),
-      partitions: int("--partitions", values.partitions, 1, 64),
-      seed: int("--seed", values.seed, 0, 2 ** 31 - 1),
-      minMs,
-      maxMs,
-      json: values.json
-    }
-  } catch (error) {
-    console.error(`chaos: ${error instanceof Error ? error.message : String(error)}\n${usage}`)
-    return process.exit(2)
-  }
-})()
+const options = Usage.flagsOrExit(ChaosOptions.fromArgv(process.argv.slice(2)), ChaosOptions.command.help)
 
 /** mulberry32: a small seeded PRNG, so a run's kill moments can be replayed. */
 const rng = (seed: number) => {

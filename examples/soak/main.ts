@@ -8,22 +8,15 @@
  * finished with verified = committed and nothing lost (whether or not the rate
  * was sustained: that is in the result); 1 records were lost, verified ≠
  * committed, a commit passed an unverified record, or the run failed; 2 bad
- * options.
+ * options (the message, then the help, on stderr). `--help` prints the help
+ * generated from the flags (`Options.command`).
  */
-import { Effect, Result } from "effect"
+import { Effect } from "effect"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 
 const argv = process.argv.slice(2)
-if (argv.includes("--help") || argv.includes("-h")) {
-  process.stdout.write(`${Options.usage}\n`)
-  process.exit(0)
-}
-const decoded = Options.fromArgv(argv)
-if (Result.isFailure(decoded)) {
-  process.stderr.write(`${decoded.failure.message}\n\n${Options.usage}\n`)
-  process.exit(2)
-}
-const options = decoded.success
+const options = Usage.flagsOrExit(Options.fromArgv(argv), Options.command.help)
 
 // Loaded after the options are checked: a bad flag is refused before the pipeline's modules load.
 const Soak = await import("./Soak.ts")

@@ -9,24 +9,30 @@
  * archiver's. `acks` is `leader` (the default) or `all` (every in-sync replica;
  * `npm run brokers` uses it against the 3-node cluster).
  *
- *   node --conditions=@sluice/source examples/soak/producer.ts <brokers> <topic> <partitions> <rate> <recordBytes> [leader|all]
+ *   node --conditions=@sluice/source examples/soak/producer.ts <brokers> <topic> [<partitions>] [<rate>] [<record-bytes>] [<acks>]
+ *
+ * (`ProducerOptions.ts`; `--help` prints the help, a bad line exits 2.)
  */
 import { ProduceAcks, Producer } from "@platformatic/kafka"
 import { performance } from "node:perf_hooks"
+import * as ProducerOptions from "./ProducerOptions.ts"
+import * as Usage from "./Usage.ts"
 
-const [brokers = "", topic = "", partitionsText = "8", rateText = "1000", bytesText = "150", acksText = "leader"] = process.argv.slice(2)
-const partitions = Number(partitionsText)
-const rate = Number(rateText)
-const recordBytes = Number(bytesText)
+const { brokers, topic, partitions, rate, recordBytes, acks } = Usage.flagsOrExit(
+  ProducerOptions.command.read(process.argv.slice(2)),
+  ProducerOptions.command.help
+)
+/** The most records one send carries, so that a late schedule is caught up in several sends in flight rather than one. */
 const MAX_SEND = 10_000
+/** Sends in flight at once: one at a time was bound by the broker's round trip at ~30 000 records/s here. */
 const IN_FLIGHT = 4
 
-if (acksText !== "leader" && acksText !== "all") {
-  process.stderr.write(`soak producer: acks must be leader or all, got ${acksText}\n`)
-  process.exit(2)
-}
-const acks = acksText === "all" ? ProduceAcks.ALL : ProduceAcks.LEADER
-const producer = new Producer({ clientId: "sluice-soak-producer", bootstrapBrokers: brokers.split(","), retries: 3, acks })
+const producer = new Producer({
+  clientId: "sluice-soak-producer",
+  bootstrapBrokers: brokers.split(","),
+  retries: 3,
+  acks: acks === "all" ? ProduceAcks.ALL : ProduceAcks.LEADER
+})
 let stopping = false
 process.on("SIGTERM", () => {
   stopping = true

@@ -33,55 +33,22 @@
  *
  * Writes `reports/recovery-<time>/` (`recovery.svg`, `result.json`,
  * `summary.md`); with `--json` the last stdout line is the result. Every wait
- * is bounded (`--timeout-seconds`, default 300 per archiver run).
+ * is bounded (`--timeout-seconds`, default 300 per archiver run). The flags,
+ * their defaults and ranges: `RecoveryOptions.ts` (`npm run recovery --
+ * --help`); bad options exit 2.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { parseArgs } from "node:util"
 import { Admin } from "@platformatic/kafka"
 import { createBucket, produce } from "../kafka-to-s3/produce.ts"
 import { committedOffsets, committedRecords, exited, servicesFromEnv, sleep, startArchiver } from "./KillRuns.ts"
 import type { ArchiverChild } from "./KillRuns.ts"
+import * as RecoveryOptions from "./RecoveryOptions.ts"
+import type { Mode } from "./RecoveryOptions.ts"
 import * as Svg from "./Svg.ts"
+import * as Usage from "./Usage.ts"
 
-/** How the first run is stopped, and whether both runs are one static member. */
-const MODES = ["term", "kill-static", "kill"] as const
-type Mode = (typeof MODES)[number]
-
-const usage = `usage: npm run recovery -- [--backlogs 50000,100000,200000,400000] [--modes ${MODES.join(",")}] [--kill-fraction 0.25] [--timeout-seconds 300] [--json]`
-
-const options = (() => {
-  try {
-    const { values } = parseArgs({
-      options: {
-        backlogs: { type: "string", default: "50000,100000,200000,400000" },
-        modes: { type: "string", default: MODES.join(",") },
-        "kill-fraction": { type: "string", default: "0.25" },
-        "timeout-seconds": { type: "string", default: "300" },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", default: false }
-      }
-    })
-    if (values.help) {
-      console.log(usage)
-      process.exit(0)
-    }
-    const backlogs = values.backlogs.split(",").map((b) => Number(b.trim()))
-    const bad = backlogs.find((b) => !Number.isInteger(b) || b < 1000 || b > 10_000_000)
-    if (bad !== undefined) throw new Error(`--backlogs: each must be a whole number of records in [1000, 10000000], got ${bad}`)
-    const modes = values.modes.split(",").map((m) => m.trim())
-    const badMode = modes.find((m) => !(MODES as ReadonlyArray<string>).includes(m))
-    if (badMode !== undefined || modes.length === 0) throw new Error(`--modes: each one of ${MODES.join(", ")}, got ${JSON.stringify(badMode ?? "")}`)
-    const killFraction = Number(values["kill-fraction"])
-    if (!(killFraction > 0 && killFraction < 1)) throw new Error(`--kill-fraction: expected a number in (0, 1), got ${values["kill-fraction"]}`)
-    const timeoutSeconds = Number(values["timeout-seconds"])
-    if (!(timeoutSeconds >= 10 && timeoutSeconds <= 3600)) throw new Error(`--timeout-seconds: expected 10..3600, got ${values["timeout-seconds"]}`)
-    return { backlogs, modes: modes as ReadonlyArray<Mode>, killFraction, timeoutMillis: timeoutSeconds * 1000, json: values.json }
-  } catch (error) {
-    console.error(`recovery: ${error instanceof Error ? error.message : String(error)}\n${usage}`)
-    return process.exit(2)
-  }
-})()
+const options = Usage.flagsOrExit(RecoveryOptions.fromArgv(process.argv.slice(2)), RecoveryOptions.command.help)
 
 const services = servicesFromEnv("recovery")
 const { brokers } = services

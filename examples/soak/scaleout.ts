@@ -47,14 +47,15 @@
  * Writes `reports/scaleout-<time>/` (`scaleout.svg`: lag and partitions per
  * instance over time, `result.json`, `summary.md`); with `--json` the last
  * stdout line is the result. Every wait is bounded (`--timeout-seconds` per
- * wait, default 120; each archiver ends itself after the run's bound).
+ * wait, default 120; each archiver ends itself after the run's bound). The
+ * flags, their defaults and ranges: `ScaleoutOptions.ts` (`npm run scaleout --
+ * --help`); bad options exit 2.
  */
 import { spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism, homedir } from "node:os"
 import { join } from "node:path"
-import { parseArgs } from "node:util"
 import { Admin } from "@platformatic/kafka"
 import { endOffsets } from "../bench/services.ts"
 import { createBucket } from "../kafka-to-s3/produce.ts"
@@ -62,49 +63,11 @@ import { committedOffsets, exited, servicesFromEnv, sleep, startArchiver } from 
 import { attribute, name as nameDuplicates, parseLeftOnRevoke, size } from "./Duplicates.ts"
 import type { AnnouncedRange } from "./Duplicates.ts"
 import * as ProducerChild from "./ProducerChild.ts"
+import * as ScaleoutOptions from "./ScaleoutOptions.ts"
 import * as Svg from "./Svg.ts"
+import * as Usage from "./Usage.ts"
 
-const usage = "usage: npm run scaleout -- [--instances 3] [--partitions 24] [--rate 20000] [--hold-seconds 10] [--timeout-seconds 120] [--no-capacity] [--json]"
-
-const options = (() => {
-  try {
-    const { values } = parseArgs({
-      options: {
-        instances: { type: "string", default: "3" },
-        partitions: { type: "string", default: "24" },
-        rate: { type: "string", default: "20000" },
-        "hold-seconds": { type: "string", default: "10" },
-        "timeout-seconds": { type: "string", default: "120" },
-        capacity: { type: "boolean", default: true },
-        "no-capacity": { type: "boolean", default: false },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", default: false }
-      }
-    })
-    if (values.help) {
-      console.log(usage)
-      process.exit(0)
-    }
-    const int = (flag: string, text: string, min: number, max: number) => {
-      const n = Number(text)
-      if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${flag}: expected a whole number in [${min}, ${max}], got ${text}`)
-      return n
-    }
-    const partitions = int("--partitions", values.partitions, 2, 256)
-    return {
-      instances: int("--instances", values.instances, 2, Math.min(16, partitions)),
-      partitions,
-      rate: int("--rate", values.rate, 100, 1_000_000),
-      holdMillis: int("--hold-seconds", values["hold-seconds"], 1, 600) * 1000,
-      timeoutMillis: int("--timeout-seconds", values["timeout-seconds"], 10, 3600) * 1000,
-      capacity: values.capacity && !values["no-capacity"],
-      json: values.json
-    }
-  } catch (error) {
-    console.error(`scaleout: ${error instanceof Error ? error.message : String(error)}\n${usage}`)
-    return process.exit(2)
-  }
-})()
+const options = Usage.flagsOrExit(ScaleoutOptions.fromArgv(process.argv.slice(2)), ScaleoutOptions.command.help)
 
 const log = (line: string) => process.stderr.write(`scaleout: ${line}\n`)
 const services = servicesFromEnv("scaleout")
