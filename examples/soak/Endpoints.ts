@@ -31,7 +31,13 @@ export interface Ends {
 
 const syntheticSource = (options: Options) =>
   Effect.sync(() => {
-    const source = SyntheticSource.make({ name: "soak", rate: options.rate, partitions: options.partitions, recordBytes: options.recordBytes })
+    const source = SyntheticSource.make({
+      name: "soak",
+      rate: options.rate,
+      partitions: options.partitions,
+      recordBytes: options.recordBytes,
+      payloads: options.payloads
+    })
     return {
       source: source as Source.Source,
       offered: () => source.progress().scheduled,

@@ -16,6 +16,7 @@ import { Config } from "@sluice/core"
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Effect, Result, Schema, SchemaGetter, SchemaIssue } from "effect"
 import { Flag } from "effect/cli"
+import type { PayloadKind } from "./SyntheticSource.ts"
 
 /** Where records come from: the rate-paced generator in this process, or a topic on the local broker fed by a producer at the rate. */
 export type SourceKind = "synthetic" | "kafka"
@@ -24,6 +25,8 @@ export type SinkKind = "memory" | "s3"
 
 const SOURCES = ["synthetic", "kafka"] as const satisfies ReadonlyArray<SourceKind>
 const SINKS = ["memory", "s3"] as const satisfies ReadonlyArray<SinkKind>
+/** How the synthetic source makes its records' bytes (`SyntheticSource.PayloadKind`). */
+const PAYLOADS = ["pooled", "fresh"] as const satisfies ReadonlyArray<PayloadKind>
 
 const SUFFIX: ReadonlyMap<string, number> = new Map([["", 1], ["k", 1e3], ["m", 1e6], ["g", 1e9]])
 
@@ -65,6 +68,7 @@ export const Options = Schema.Struct({
     n >= 1000 ? undefined : `Expected a duration of at least 1 second, got ${n} ms`),
   source: Schema.Literals(SOURCES),
   sink: Schema.Literals(SINKS),
+  payloads: Schema.Literals(PAYLOADS),
   json: Schema.Boolean,
   partitions: parsed("a whole number of partitions", parseCount, (n) =>
     Number.isInteger(n) && n >= 1 && n <= 1024 ? undefined : `Expected a whole number of partitions from 1 to 1024, got ${n}`),
@@ -97,6 +101,13 @@ export const command = CommandLine.script("soak", {
   sink: Flag.Literals("sink", SINKS).pipe(
     Flag.withDefault("memory"),
     Flag.withDescription("memory (default): in process; s3: a bucket on the local S3 server")
+  ),
+  payloads: Flag.Literals("payloads", PAYLOADS).pipe(
+    Flag.withDefault("pooled"),
+    Flag.withDescription(
+      "the synthetic source's record bytes: pooled (default; a 40 MiB pool reused at later offsets, so the soak " +
+        "measures the pipeline) or fresh (a new buffer a chunk, a new view a record: at 5 M/s a third of the event loop)"
+    )
   ),
   json: CommandLine.switchFlag("json", "the last stdout line is one JSON object (the result)"),
   partitions: Flag.String("partitions").pipe(

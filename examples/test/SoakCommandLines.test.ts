@@ -56,12 +56,12 @@ describe("npm run soak", () => {
   it("reads rates, durations and counts as written, with the defaults", () => {
     expect(Options.fromArgv(["--rate", "1M", "--duration", "5m", "--json"])).toEqual({
       _tag: "Run",
-      flags: { rate: 1_000_000, duration: 300_000, source: "synthetic", sink: "memory", json: true, partitions: 8, recordBytes: 150, out: "reports" }
+      flags: { rate: 1_000_000, duration: 300_000, source: "synthetic", sink: "memory", payloads: "pooled", json: true, partitions: 8, recordBytes: 150, out: "reports" }
     })
-    const line = Options.fromArgv(["--rate", "2.5e5", "--duration", "60", "--source", "kafka", "--sink", "s3", "--partitions", "2", "--record-bytes", "1k", "--out", "/tmp/r"])
+    const line = Options.fromArgv(["--rate", "2.5e5", "--duration", "60", "--source", "kafka", "--sink", "s3", "--partitions", "2", "--record-bytes", "1k", "--out", "/tmp/r", "--payloads", "fresh"])
     expect(line).toEqual({
       _tag: "Run",
-      flags: { rate: 250_000, duration: 60_000, source: "kafka", sink: "s3", json: false, partitions: 2, recordBytes: 1000, out: "/tmp/r" }
+      flags: { rate: 250_000, duration: 60_000, source: "kafka", sink: "s3", payloads: "fresh", json: false, partitions: 2, recordBytes: 1000, out: "/tmp/r" }
     })
   })
 
