@@ -403,19 +403,21 @@ export interface Script<A> {
 const plain = CliOutput.defaultFormatter({ colors: false })
 
 /**
- * A command of its own (an npm script, a tool): its flags as an `effect/cli`
- * definition, read without running anything, with `--help`/`-h` and
- * `--completions <shell>`.
+ * A command of its own (an npm script, a tool): its flags and positional
+ * arguments (`Flag`s and `Argument`s) as an `effect/cli` definition, read
+ * without running anything, with `--help`/`-h` and `--completions <shell>`.
  *
- * **When to use**: for a command with flags only, whose own code decides what
- * to do with a {@link ScriptLine} (print the help, exit 2 with the message, run).
- * A CLI of several commands uses {@link reader} with its own tree.
+ * **When to use**: for a command without subcommands, whose own code decides
+ * what to do with a {@link ScriptLine} ({@link settle} prints and sets the
+ * exit code). A CLI of several commands uses {@link reader} with its own tree.
  *
  * **Details**: the help is `effect/cli`'s default layout without colours,
  * computed once, at the call. A wrong line's message is every error
  * `effect/cli` found, one a line (an unknown flag with its "did you mean").
  * Values are checked by the flags' own types (`Flag.Integer`, `Flag.Choice`,
  * `Flag.mapEffect`); what only the command can check, it checks after.
+ * `effect/cli`'s layout does not indent the later lines of a description:
+ * keep each description on one line.
  *
  * **Example**
  *
@@ -452,10 +454,7 @@ export const script = <const Name extends string, const C extends Command.Comman
   ).pipe(
     Command.withDescription(description)
   )
-  const read = reader(command, Captured, globalFlags({
-    help: "print this help",
-    completions: `print the shell completion script (bash, zsh, fish, powershell)`
-  }))
+  const read = reader(command, Captured, globalFlags({ help: "print this help", completions: "print the shell completion script" }))
   const doc = helpDoc(read(["--help"]), `${name}: no help document`)
   const invocation = options?.invocation
   const help = plain.formatHelpDoc(invocation === undefined ? doc : { ...doc, usage: doc.usage.replace(name, invocation) }).trimEnd()
@@ -481,5 +480,54 @@ export const script = <const Name extends string, const C extends Command.Comman
           return { _tag: "Help", text: help }
       }
     }
+  }
+}
+
+/**
+ * The exit code of a line a command refuses: 2, as POSIX utilities and every
+ * Sluice command use for bad usage (1 is a run that failed).
+ *
+ * @since 0.5.0
+ */
+export const BAD_USAGE = 2
+
+/**
+ * What a command's entry does with a line it read: the flags of a line that
+ * asks to run; for any other, `undefined`, having written what it asks for
+ * (the help or the completion script, on stdout; exit code 0) or why it is
+ * refused (the message, a blank line and `help`, on stderr; exit code
+ * {@link BAD_USAGE}, set as `process.exitCode`, so the process ends once the
+ * caller returns).
+ *
+ * **When to use**: in the entry of a command read with {@link script}, after
+ * any checks of its own that turned the line's flags into its options.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import * as CommandLine from "@sluice/core/CommandLine"
+ * import { Flag } from "effect/cli"
+ *
+ * const tool = CommandLine.script("tool", { json: CommandLine.switchFlag("json", "print JSON") }, "A tool.")
+ * const flags = CommandLine.settle(tool.read(process.argv.slice(2)), tool.help)
+ * if (flags !== undefined) console.log(flags.json ? "{}" : "ok")
+ * ```
+ *
+ * @since 0.5.0
+ */
+export const settle = <A>(line: ScriptLine<A>, help: string): A | undefined => {
+  switch (line._tag) {
+    case "Run":
+      return line.flags
+    case "Help":
+      process.stdout.write(`${line.text}\n`)
+      return undefined
+    case "Completions":
+      process.stdout.write(line.script.endsWith("\n") ? line.script : `${line.script}\n`)
+      return undefined
+    case "Invalid":
+      process.stderr.write(`${line.message}\n\n${help}\n`)
+      process.exitCode = BAD_USAGE
+      return undefined
   }
 }

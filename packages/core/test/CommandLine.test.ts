@@ -143,3 +143,61 @@ describe("CommandLine.script", () => {
     expect(line._tag === "Completions" && line.script).toContain("--rounds")
   })
 })
+
+describe("CommandLine.script with positional arguments", () => {
+  const table = CommandLine.script("table", {
+    dir: Argument.String("dir").pipe(Argument.withDescription("the report folder")),
+    json: CommandLine.switchFlag("json", "print JSON")
+  }, "Tabulates a folder.")
+
+  it("reads an argument beside flags, in any order, and documents it", () => {
+    expect(table.read(["--json", "reports/x"])).toEqual({ _tag: "Run", flags: { dir: "reports/x", json: true } })
+    expect(table.read(["reports/x"])).toEqual({ _tag: "Run", flags: { dir: "reports/x", json: false } })
+    expect(table.help).toMatch(/ARGUMENTS[\s\S]*the report folder/)
+  })
+
+  it("refuses a line without its argument, or with one too many", () => {
+    const missing = table.read(["--json"])
+    expect(missing._tag === "Invalid" && missing.message).toMatch(/^table: Missing required argument/)
+    expect(table.read(["a", "b"])._tag).toBe("Invalid")
+  })
+})
+
+describe("CommandLine.settle", () => {
+  /** Runs `settle` with stdout and stderr captured and the exit code restored after. */
+  const settled = <A>(line: CommandLine.ScriptLine<A>) => {
+    const out: Array<string> = []
+    const err: Array<string> = []
+    const write = { out: process.stdout.write, err: process.stderr.write }
+    const exitCode = process.exitCode
+    process.stdout.write = ((chunk: string) => out.push(chunk) > 0) as typeof process.stdout.write
+    process.stderr.write = ((chunk: string) => err.push(chunk) > 0) as typeof process.stderr.write
+    try {
+      const flags = CommandLine.settle(line, "HELP")
+      return { flags, out: out.join(""), err: err.join(""), exitCode: process.exitCode }
+    } finally {
+      process.stdout.write = write.out
+      process.stderr.write = write.err
+      process.exitCode = exitCode
+    }
+  }
+
+  it("gives the flags of a line that asks to run, writing nothing", () => {
+    expect(settled({ _tag: "Run", flags: { n: 1 } })).toEqual({ flags: { n: 1 }, out: "", err: "", exitCode: undefined })
+  })
+
+  it("writes the help or the completion script on stdout, exit code untouched", () => {
+    expect(settled({ _tag: "Help", text: "usage" })).toEqual({ flags: undefined, out: "usage\n", err: "", exitCode: undefined })
+    expect(settled({ _tag: "Completions", script: "complete\n" })).toEqual({ flags: undefined, out: "complete\n", err: "", exitCode: undefined })
+  })
+
+  it("writes a refused line's message and the help on stderr, exit code 2", () => {
+    expect(settled({ _tag: "Invalid", message: "tool: bad" })).toEqual({
+      flags: undefined,
+      out: "",
+      err: "tool: bad\n\nHELP\n",
+      exitCode: CommandLine.BAD_USAGE
+    })
+    expect(CommandLine.BAD_USAGE).toBe(2)
+  })
+})
