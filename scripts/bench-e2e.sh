@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run bench:e2e [-- --records N --partitions P --rounds R --ceiling-seconds S --json]
+# npm run bench:e2e [-- --records N --partitions P --rounds R --ceiling-seconds S --json]   (all flags: -- --help)
 #
 # Kafka → S3 end to end: starts the local broker and S3 server (scripts/services.sh up),
 # sources their .services/*.env, runs examples/bench/e2e.ts on the workspace's sources
@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 
 . scripts/lib/services-for-run.sh
 . scripts/lib/run-source.sh
+# --help and --completions <shell> need no services: e2e.ts prints them.
+case " $* " in *" --help "*|*" -h "*|*" --completions "*|*" --completions="*) exec "$(repo_node)" --conditions=@sluice/source examples/bench/e2e.ts "$@" ;; esac
 services_for_run
 
 run_source "${SLUICE_BENCH_TIMEOUT:-3600}" examples/bench/e2e.ts "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run bench:peer [-- --records N --partitions P --rounds R --peer-defaults --json]
+# npm run bench:peer [-- --records N --partitions P --rounds R --peer-defaults --json]   (all flags: -- --help)
 #
 # Sluice against a real peer archiver, Quix Streams' S3FileSink, on the local services:
 # installs the peer once into a cached virtualenv (scripts/lib/peer-venv.sh:
@@ -13,11 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+. scripts/lib/run-source.sh
+# --help and --completions <shell> need neither the peer nor the services: peer.ts prints them.
+case " $* " in *" --help "*|*" -h "*|*" --completions "*|*" --completions="*) exec "$(repo_node)" --conditions=@sluice/source examples/bench/peer.ts "$@" ;; esac
 # --trouble reads Sluice's bucket back with `sluice audit` (the S3 adapter's bin, from dist).
-case " $* " in *" --trouble "*) npx turbo run build --filter=@sluice/adapter-s3 --output-logs=errors-only >&2 ;; esac
+case " $* " in *" --trouble "*|*" --trouble="*) npx turbo run build --filter=@sluice/adapter-s3 --output-logs=errors-only >&2 ;; esac
 . scripts/lib/peer-venv.sh
 . scripts/lib/services-for-run.sh
-. scripts/lib/run-source.sh
 # Before the services: an install that fails leaves nothing running.
 SLUICE_PEER_PYTHON="$(peer_venv)"
 export SLUICE_PEER_PYTHON

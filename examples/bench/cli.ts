@@ -1,20 +1,79 @@
 /**
- * bench:e2e, bench:peer — what the bench drivers share: reading their
- * `--name value` options, the median they report, and how figures are written.
+ * bench:e2e, bench:peer, bench/stages — what the bench drivers share: their command lines
+ * (read with `effect/cli` through `CommandLine.script`, counts checked here),
+ * the median they report, and how figures are written.
  */
+import * as CommandLine from "@sluice/core/CommandLine"
+import { Option, Result } from "effect"
+import { Flag } from "effect/cli"
 
-/** The value after `--name` on the command line, if given. */
-export const argValue = (name: string): string | undefined => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? process.argv[i + 1] : undefined
+/** A count option as read: whether it was given, and its value (the default when not given) or what is wrong with it. */
+export interface Count {
+  readonly given: boolean
+  readonly value: Result.Result<number, string>
 }
 
-/** `--name` as a whole number ≥ 1 (`1_000_000` and `1,000,000` read as 1000000), else `fallback`; throws on anything else. */
-export const count = (name: string, fallback: number): number => {
-  const text = argValue(name)
-  const value = text === undefined ? fallback : Number(text.replace(/[_,]/g, ""))
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--${name} needs a whole number ≥ 1, got ${text}`)
-  return value
+/** `--name`'s text as a whole number ≥ 1 (`1_000_000` and `1,000,000` read as 1000000), `fallback` when absent; else what is wrong. */
+const count = (name: string, text: Option.Option<string>, fallback: number): Result.Result<number, string> => {
+  const value = Option.isNone(text) ? fallback : Number(text.value.replace(/[_,]/g, ""))
+  return Number.isSafeInteger(value) && value >= 1
+    ? Result.succeed(value)
+    : Result.fail(`--${name} needs a whole number ≥ 1, got ${Option.getOrUndefined(text)}`)
+}
+
+/**
+ * A whole-number option ≥ 1, `fallback` when absent. Read as text so that
+ * `1_000_000` and `1,000,000` read too (`effect/cli`'s integers refuse both),
+ * then checked here: a wrong value is the command's to report, in its words
+ * (`--records needs a whole number ≥ 1, got …`). Its help says the default.
+ */
+export const countFlag = (name: string, fallback: number, description: string): Flag.Flag<Count> =>
+  Flag.String(name).pipe(
+    Flag.withMetavar("n"),
+    Flag.withDescription(`${description} (a whole number ≥ 1, default ${fallback.toLocaleString("en-US")}; _ and , may separate digits)`),
+    Flag.optional,
+    Flag.map((text) => ({ given: Option.isSome(text), value: count(name, text, fallback) }))
+  )
+
+/**
+ * An argument list read by `script`, then checked by the command's own code
+ * (`check`: what `effect/cli` cannot check, its message as the command gives
+ * it): the options to run with, or the help, a completion script, or what is
+ * wrong.
+ */
+export const readLine = <F, A>(
+  script: CommandLine.Script<F>,
+  argv: ReadonlyArray<string>,
+  check: (flags: F) => Result.Result<A, string>
+): CommandLine.ScriptLine<A> => {
+  const line = script.read(argv)
+  if (line._tag !== "Run") return line
+  const checked = check(line.flags)
+  return Result.isSuccess(checked) ? { _tag: "Run", flags: checked.success } : { _tag: "Invalid", message: checked.failure }
+}
+
+/** Exit status of a wrong command line (as `effect/cli` and the Sluice CLIs give it). */
+export const USAGE_EXIT = 2
+
+/**
+ * Acts on what a command line asks for: the help or the completion script
+ * on stdout (exit 0), a wrong line's message, a blank line and the help on
+ * stderr (exit {@link USAGE_EXIT}); otherwise `run` with the options.
+ */
+export const dispatch = <A>(help: string, line: CommandLine.ScriptLine<A>, run: (options: A) => void): void => {
+  switch (line._tag) {
+    case "Run":
+      return run(line.flags)
+    case "Help":
+      process.stdout.write(`${line.text}\n`)
+      return
+    case "Completions":
+      process.stdout.write(line.script.endsWith("\n") ? line.script : `${line.script}\n`)
+      return
+    case "Invalid":
+      process.stderr.write(`${line.message}\n\n${help}\n`)
+      process.exitCode = USAGE_EXIT
+  }
 }
 
 /** The median (the mean of the middle two for an even count; 0 for none). */

@@ -14,7 +14,9 @@
  * broker and the S3 server (`scripts/services.sh up`), sources their
  * `.services/*.env`, runs this file on the workspace's sources
  * (`--conditions=@sluice/source`), and stops the services again unless they
- * were already running.
+ * were already running (not for `--help` and `--completions`, which need
+ * none). The command line is read with `effect/cli` ({@link command}): an
+ * unknown flag or a bad value stops it before anything starts (exit 2).
  *
  * 1. One topic of `--records` records of 150 B over `--partitions` partitions
  *    is produced once.
@@ -43,26 +45,108 @@ import { spawn } from "node:child_process"
 import * as Os from "node:os"
 import { fileURLToPath } from "node:url"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { Composition } from "@sluice/policies"
-import { Result as Outcome } from "effect"
+import { Option, Result as Outcome } from "effect"
+import { Flag } from "effect/cli"
 import * as Archive from "./archive.ts"
 import * as Ceiling from "./ceiling.ts"
-import { argValue, count, k, mb, median, pct, round3, sec } from "./cli.ts"
+import { countFlag, dispatch, k, mb, median, pct, readLine, round3, sec } from "./cli.ts"
 import type { Job, Result } from "./contender.ts"
 import { RESULT } from "./contender.ts"
 import * as Plain from "./plain.ts"
 import * as Services from "./services.ts"
 import * as Sluice from "./sluice.ts"
 
+// --- the command line ---------------------------------------------------------
+
+/** The child roles (`--role`): the two contenders and the S3 server's ceiling (`ceiling.ts`). */
+const ROLES = ["sluice", "plain", "flood"] as const
+/** A child role. */
+export type Role = (typeof ROLES)[number]
+
+/**
+ * `bench:e2e`'s command line: the benchmark's flags, and the child roles'
+ * (`--role`, `--job`), hidden from the help: this file runs itself (and
+ * `peer.ts` runs it) as `--role sluice --job <json>`.
+ */
+export const command = CommandLine.script("bench:e2e", {
+  records: countFlag("records", 1_000_000, "records of 150 B produced once into the topic"),
+  partitions: countFlag("partitions", 8, "partitions of the topic"),
+  rounds: countFlag("rounds", 3, "rounds, each archiving the whole topic with Sluice and with the plain loop"),
+  ceilingSeconds: countFlag("ceiling-seconds", 10, "seconds of each bare PutObject flood measuring the S3 server's ceiling"),
+  policies: Flag.String("policies").pipe(
+    Flag.withMetavar("composition"),
+    Flag.withDescription("Sluice's policies, a composition as Composition.parse reads it, e.g. \"fixed:32+throttle+shared+batch\" (default \"default\": Composition.defaults())"),
+    Flag.withDefault("default")
+  ),
+  cpuProf: Flag.String("cpu-prof").pipe(
+    Flag.withMetavar("dir"),
+    Flag.withDescription("write a V8 CPU profile of every contender run into dir (see examples/bench/stages.ts)"),
+    Flag.optional
+  ),
+  json: CommandLine.switchFlag("json", "the report on stderr, and on stdout one JSON line: the summary"),
+  role: Flag.Literals("role", ROLES).pipe(Flag.optional, Flag.withHidden),
+  job: Flag.String("job").pipe(Flag.optional, Flag.withHidden)
+}, "Kafka → S3 end to end on the local broker and S3 server (scripts/bench-e2e.sh starts them): Sluice against a plain loop doing the same work, each run read back and verified, and the server's ceiling.", { invocation: "npm run bench:e2e --" })
+
+/** What `bench:e2e` runs: the benchmark. */
+export interface Bench {
+  readonly _tag: "Bench"
+  readonly records: number
+  readonly partitions: number
+  readonly rounds: number
+  readonly ceilingSeconds: number
+  /** The composition string, checked by `Composition.parseResult`. */
+  readonly policies: string
+  /** `--cpu-prof`: the contenders' children write V8 CPU profiles there (to see where their time goes). */
+  readonly cpuProfileDir: string | undefined
+  readonly json: boolean
+}
+
+/** What `bench:e2e` runs: one child role on its job (`--job`, JSON; `{}` when absent). */
+export interface Child {
+  readonly _tag: "Child"
+  readonly role: Role
+  readonly job: string
+}
+
+/**
+ * Reads `bench:e2e`'s argument list: the benchmark's options, a child's
+ * role, the help, a completion script, or what is wrong (a count that is not
+ * a whole number ≥ 1, a composition `Composition.parse` refuses: refused
+ * here, before a topic is produced, rather than by the Sluice child).
+ */
+export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Bench | Child> =>
+  readLine(command, argv, (flags) =>
+    Option.isSome(flags.role)
+      ? Outcome.succeed<Bench | Child>({ _tag: "Child", role: flags.role.value, job: Option.getOrElse(flags.job, () => "{}") })
+      : Outcome.gen(function*() {
+        const records = yield* flags.records.value
+        const partitions = yield* flags.partitions.value
+        const rounds = yield* flags.rounds.value
+        const ceilingSeconds = yield* flags.ceilingSeconds.value
+        const parsed = Composition.parseResult(flags.policies)
+        if (Outcome.isFailure(parsed)) return yield* Outcome.fail(`--policies: ${parsed.failure.message}`)
+        const bench: Bench | Child = {
+          _tag: "Bench",
+          records,
+          partitions,
+          rounds,
+          ceilingSeconds,
+          policies: flags.policies,
+          cpuProfileDir: Option.getOrUndefined(flags.cpuProf),
+          json: flags.json
+        }
+        return bench
+      }).pipe(Outcome.mapError((message) => `${command.name}: ${message}`)))
+
 // --- child roles ------------------------------------------------------------
 // Each run happens in a child process (`--role`), so that its peak RSS, heap
 // and JIT state are its own; it prints one `RESULT <json>` line.
 
-/** `--cpu-prof DIR`: the contenders' children write V8 CPU profiles there (to see where their time goes). */
-const cpuProfileDir = argValue("cpu-prof")
-
-/** Runs `role` in a child process on the same Node flags; its result, or a loud failure. */
-function child<A>(childRole: string, job: object, timeoutMillis: number): Promise<A> {
+/** Runs `role` in a child process on the same Node flags (V8 CPU profiles into `cpuProfileDir`, but for the flood); its result, or a loud failure. */
+function child<A>(childRole: Role, job: object, timeoutMillis: number, cpuProfileDir: string | undefined): Promise<A> {
   return new Promise((resolve, reject) => {
     const self = fileURLToPath(import.meta.url)
     const profile = cpuProfileDir !== undefined && childRole !== "flood" ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`] : []
@@ -102,16 +186,8 @@ interface Row {
 const delta = (after: number | undefined, before: number | undefined): number | undefined =>
   after === undefined || before === undefined ? undefined : after - before
 
-async function main(): Promise<void> {
-  const json = process.argv.includes("--json")
-  const records = count("records", 1_000_000)
-  const partitions = count("partitions", 8)
-  const rounds = count("rounds", 3)
-  const ceilingSeconds = count("ceiling-seconds", 10)
-  const policies = argValue("policies") ?? "default"
-  // Refused here, before a topic is produced, rather than by the Sluice child.
-  const parsed = Composition.parseResult(policies)
-  if (Outcome.isFailure(parsed)) throw new Error(`--policies: ${parsed.failure.message}`)
+async function main(options: Bench): Promise<void> {
+  const { json, records, partitions, rounds, ceilingSeconds, policies, cpuProfileDir } = options
   const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
   const services = Services.fromEnv()
   const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
@@ -144,7 +220,7 @@ async function main(): Promise<void> {
         const bucket = await newBucket(`bench-e2e-${id}-${contender}-${round}`)
         const job: Job = { topic, partitions, records, groupId: `${topic}-${contender}-${round}`, bucket, recordsPerObject: fill.records, policies }
         const before = Services.serviceCpu(repoRoot)
-        const result = await child<Result>(contender, job, childTimeout)
+        const result = await child<Result>(contender, job, childTimeout, cpuProfileDir)
         const after = Services.serviceCpu(repoRoot)
         const archive = await Archive.check(client, bucket, ends, contender === "sluice")
         const committed = await Services.groupOffsets(services, job.groupId, topic, partitions)
@@ -177,7 +253,7 @@ async function main(): Promise<void> {
     for (const [concurrency, mode] of [[8, "bare"], [16, "bare"], [32, "bare"], [8, "verified"]] as const) {
       const job: Ceiling.FloodJob = { bucket: floodBucket, objectBytes, concurrency, seconds: ceilingSeconds, mode }
       const before = Services.serviceCpu(repoRoot)
-      const result = await child<Ceiling.FloodResult>("flood", job, ceilingSeconds * 1000 + 120_000)
+      const result = await child<Ceiling.FloodResult>("flood", job, ceilingSeconds * 1000 + 120_000, cpuProfileDir)
       floods.push({ ...job, ...result, s3Cpu: delta(Services.serviceCpu(repoRoot).s3, before.s3) })
       say(`flood ${mode.padEnd(8)} ×${String(concurrency).padEnd(2)} ${mb(objectBytes)} objects: ${result.puts} puts, ${mb(result.bytesPerSecond)}/s, p50 ${result.p50Millis.toFixed(0)} ms`)
     }
@@ -256,17 +332,15 @@ async function main(): Promise<void> {
 
 // --- entry ------------------------------------------------------------------
 
-const role = argValue("role")
-if (role !== undefined) {
-  const job: unknown = JSON.parse(argValue("job") ?? "{}")
+/** Runs one child role on its job: prints `RESULT <json>` and exits 0, or exits 1. */
+const runChild = ({ role, job: text }: Child): void => {
+  const job: unknown = JSON.parse(text)
   const services = Services.fromEnv()
   const work = role === "sluice"
     ? Sluice.run(job as Job, services)
     : role === "plain"
     ? Plain.run(job as Job, services)
-    : role === "flood"
-    ? Ceiling.run(job as Ceiling.FloodJob, services)
-    : Promise.reject(new Error(`unknown --role ${role}`))
+    : Ceiling.run(job as Ceiling.FloodJob, services)
   work.then(
     (result) => {
       process.stdout.write(`${RESULT}${JSON.stringify(result)}\n`)
@@ -277,9 +351,14 @@ if (role !== undefined) {
       process.exit(1)
     }
   )
-} else {
-  main().catch((error: unknown) => {
-    console.error("bench:e2e FAILED:", error instanceof Error ? error.message : error)
-    process.exitCode = 1
+}
+
+if (import.meta.main) {
+  dispatch(command.help, decode(process.argv.slice(2)), (options) => {
+    if (options._tag === "Child") return runChild(options)
+    main(options).catch((error: unknown) => {
+      console.error("bench:e2e FAILED:", error instanceof Error ? error.message : error)
+      process.exitCode = 1
+    })
   })
 }

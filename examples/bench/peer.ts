@@ -13,7 +13,11 @@
  * broker and the S3 server (as `bench:e2e` does), installs the peer once into
  * a cached virtualenv (`scripts/lib/peer-venv.sh`: `quixstreams[s3]==3.28.1`
  * under `~/.cache/sluice/`), and runs this file with `SLUICE_PEER_PYTHON` set
- * to the venv's interpreter.
+ * to the venv's interpreter (not for `--help` and `--completions`, which
+ * need neither). The command line is read with `effect/cli` ({@link command}):
+ * an unknown flag, a bad value, or a flag of the other mode (the throughput
+ * rounds' `--records`, `--partitions`, `--rounds`, `--peer-defaults`; the
+ * trouble run's, `trouble.ts`) stops it before anything starts (exit 2).
  *
  * 1. One topic of `--records` records of 150 B over `--partitions` partitions
  *    is produced once (`services.ts`, as `bench:e2e` produces it).
@@ -55,9 +59,10 @@ import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { Admin } from "@platformatic/kafka"
-import { Data } from "effect"
+import * as CommandLine from "@sluice/core/CommandLine"
+import { Data, Option, Result } from "effect"
 import * as Archive from "./archive.ts"
-import { count, k, mb, median, round3, sec } from "./cli.ts"
+import { countFlag, dispatch, k, mb, median, readLine, round3, sec } from "./cli.ts"
 import type { Job } from "./contender.ts"
 import { RESULT } from "./contender.ts"
 import * as PeerArchive from "./peer-archive.ts"
@@ -77,6 +82,74 @@ export const EXIT_GRACE_MILLIS = 30_000
 export const TERM_GRACE_MILLIS = 30_000
 
 type Contender = "sluice" | "peer"
+
+// --- the command line ---------------------------------------------------------
+
+/** `bench:peer`'s command line: the throughput rounds' flags, and the trouble run's (`trouble.ts`). */
+export const command = CommandLine.script("bench:peer", {
+  records: countFlag("records", 1_000_000, "records of 150 B produced once into the topic"),
+  partitions: countFlag("partitions", 8, "partitions of the topic"),
+  rounds: countFlag("rounds", 3, "rounds, each archiving the whole topic with Sluice and with the peer"),
+  peerDefaults: CommandLine.switchFlag("peer-defaults", "the peer with Quix's default commit settings (commit_interval=5, commit_every=0), not tuned"),
+  ...Trouble.flags,
+  json: CommandLine.switchFlag("json", "the report on stderr, and on stdout's last line one JSON object: the summary")
+}, "Sluice against a real peer archiver, Quix Streams' S3FileSink, on the same topic, local broker and S3 server (scripts/bench-peer.sh starts them and installs the peer): records/s and CPU per record over rounds, or, with --trouble, through a minute of store trouble.", { invocation: "npm run bench:peer --" })
+
+/** What the throughput rounds run with. */
+export interface Rounds {
+  readonly _tag: "Rounds"
+  readonly records: number
+  readonly partitions: number
+  readonly rounds: number
+  /** The peer with Quix's default commit settings. */
+  readonly peerDefaults: boolean
+  readonly json: boolean
+}
+
+/** What a run through trouble runs with (`--trouble`). */
+export interface ThroughTrouble extends Trouble.Options {
+  readonly _tag: "Trouble"
+}
+
+/**
+ * Reads `bench:peer`'s argument list: the throughput rounds' options, a run
+ * through trouble's (with `--trouble`), the help, a completion script, or
+ * what is wrong (a count that is not a whole number ≥ 1, a trouble option out
+ * of bounds, a flag of the other mode).
+ */
+export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Rounds | ThroughTrouble> =>
+  readLine(command, argv, (flags) => {
+    const given = (names: Record<string, boolean>) => Object.keys(names).filter((name) => names[name])
+    const roundsOnly = given({
+      "--records": flags.records.given,
+      "--partitions": flags.partitions.given,
+      "--rounds": flags.rounds.given,
+      "--peer-defaults": flags.peerDefaults
+    })
+    const troubleOnly = given({
+      "--contenders": Option.isSome(flags.contenders),
+      "--rate": Option.isSome(flags.rate),
+      "--seconds": Option.isSome(flags.seconds),
+      "--trouble-at": Option.isSome(flags.troubleAt),
+      "--trouble-seconds": Option.isSome(flags.troubleSeconds)
+    })
+    if (Option.isSome(flags.trouble)) {
+      if (roundsOnly.length > 0) return Result.fail(`${command.name}: ${roundsOnly.join(", ")} not with --trouble (the throughput rounds' flags)`)
+      return Result.map(Trouble.check({ ...flags, trouble: flags.trouble.value }, flags.json), (options): Rounds | ThroughTrouble => ({ _tag: "Trouble", ...options }))
+    }
+    if (troubleOnly.length > 0) return Result.fail(`${command.name}: ${troubleOnly.join(", ")} only with --trouble`)
+    return Result.gen(function*() {
+      const rounds: Rounds | ThroughTrouble = {
+        _tag: "Rounds",
+        records: yield* flags.records.value,
+        partitions: yield* flags.partitions.value,
+        rounds: yield* flags.rounds.value,
+        peerDefaults: flags.peerDefaults,
+        json: flags.json
+      }
+      return rounds
+    }).pipe(Result.mapError((message) => `${command.name}: ${message}`))
+  })
 
 /** Something the bench needs is missing (the peer's interpreter, a service). */
 export class SetupFailed extends Data.TaggedError("SetupFailed")<{ readonly message: string }> {}
@@ -178,12 +251,7 @@ const runFailures = (run: Run, ends: ReadonlyArray<number>, boundMillis: number)
 const peerVersion = (python: string): string =>
   execFileSync(python, ["-c", "import importlib.metadata as m; print(m.version('quixstreams'))"], { encoding: "utf8", timeout: 30_000 }).trim()
 
-async function main(): Promise<void> {
-  const json = process.argv.includes("--json")
-  const records = count("records", 1_000_000)
-  const partitions = count("partitions", 8)
-  const rounds = count("rounds", 3)
-  const peerDefaults = process.argv.includes("--peer-defaults")
+async function main({ json, records, partitions, rounds, peerDefaults }: Rounds): Promise<void> {
   const python = process.env["SLUICE_PEER_PYTHON"]
   if (python === undefined || python === "") {
     throw new SetupFailed({ message: "SLUICE_PEER_PYTHON is not set: run it through `npm run bench:peer` (it installs the peer's virtualenv)" })
@@ -338,18 +406,23 @@ async function main(): Promise<void> {
 const delta = (after: number | undefined, before: number | undefined): number | undefined =>
   after === undefined || before === undefined ? undefined : after - before
 
-// Stopped from outside (run_source's bound, Ctrl-C): the archivers go too.
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    for (const tree of live) tree.kill()
-    process.exit(1)
+// --- entry ------------------------------------------------------------------
+
+if (import.meta.main) {
+  dispatch(command.help, decode(process.argv.slice(2)), (options) => {
+    // Stopped from outside (run_source's bound, Ctrl-C): the archivers go too.
+    for (const signal of ["SIGINT", "SIGTERM"] as const) {
+      process.once(signal, () => {
+        for (const tree of live) tree.kill()
+        process.exit(1)
+      })
+    }
+    // `--trouble`: the comparison through trouble (trouble.ts), not the throughput rounds.
+    const run = options._tag === "Trouble" ? Trouble.main(options) : main(options)
+    run.catch((error: unknown) => {
+      for (const tree of live) tree.kill()
+      console.error("bench:peer FAILED:", error instanceof Error ? error.message : error)
+      process.exitCode = 1
+    })
   })
 }
-
-// `--trouble`: the comparison through trouble (trouble.ts), not the throughput rounds.
-const entry = process.argv.includes("--trouble") ? Trouble.main : main
-entry().catch((error: unknown) => {
-  for (const tree of live) tree.kill()
-  console.error("bench:peer FAILED:", error instanceof Error ? error.message : error)
-  process.exitCode = 1
-})

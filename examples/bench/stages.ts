@@ -18,9 +18,14 @@
  * archived). Only the main thread is sampled: the threads libuv and V8 run
  * beside it (the GC's helpers, the thread pool) are not in the profile, so
  * the total is below what `/proc` counts for the process.
+ *
+ * The command line is read with `effect/cli` ({@link command}, {@link decode}).
  */
 import { readFileSync } from "node:fs"
-import { parseArgs } from "node:util"
+import * as CommandLine from "@sluice/core/CommandLine"
+import { Result } from "effect"
+import { Argument, Flag } from "effect/cli"
+import { dispatch, readLine } from "./cli.ts"
 
 /** The stages, in the order the table lists them. */
 export const stages = [
@@ -128,13 +133,21 @@ export const table = (profile: Profile, records: number): string => {
   ].join("\n")
 }
 
+/** The command line: the profile, and the records the run archived. */
+export const command = CommandLine.script("stages", {
+  profile: Argument.String("profile").pipe(
+    Argument.withDescription("a V8 CPU profile (.cpuprofile), e.g. one bench:e2e --cpu-prof wrote for a Sluice run")
+  ),
+  records: Flag.Finite("records").pipe(Flag.withMetavar("n"), Flag.withDescription("the records the profiled run archived (µs per record divide by it)"))
+}, "Where an archiver's main thread spends its CPU, per stage, from a V8 CPU profile: a Markdown table of each stage's share of the busy time and µs per record.", { invocation: "node examples/bench/stages.ts" })
+
+/** Reads the argument list: the profile's path and the records (a number > 0), the help, a completion script, or what is wrong. */
+export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<{ readonly profile: string; readonly records: number }> =>
+  readLine(command, argv, (flags) =>
+    flags.records > 0 ? Result.succeed(flags) : Result.fail("usage: node examples/bench/stages.ts PROFILE.cpuprofile --records N"))
+
 if (import.meta.main) {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { records: { type: "string" } } })
-  const [file] = positionals
-  const records = Number(values.records)
-  if (file === undefined || !(records > 0)) {
-    process.stderr.write("usage: node examples/bench/stages.ts PROFILE.cpuprofile --records N\n")
-    process.exit(2)
-  }
-  process.stdout.write(`${table(JSON.parse(readFileSync(file, "utf8")) as Profile, records)}\n`)
+  dispatch(command.help, decode(process.argv.slice(2)), ({ profile, records }) => {
+    process.stdout.write(`${table(JSON.parse(readFileSync(profile, "utf8")) as Profile, records)}\n`)
+  })
 }

@@ -8,6 +8,9 @@
  * npm run bench:peer -- --trouble slowdown,slower [--contenders sluice,peer] [--rate 20000] [--seconds 150] [--json]
  * ```
  *
+ * Its flags ({@link flags}) are `bench:peer`'s (`peer.ts` reads the line),
+ * checked here ({@link check}).
+ *
  * The troubles, from `--trouble-at` (30 s after the archiver's spawn) for
  * `--trouble-seconds` (60 s):
  *
@@ -45,12 +48,13 @@ import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { Admin, Producer } from "@platformatic/kafka"
+import { Option, Result } from "effect"
+import { Flag } from "effect/cli"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as StoreProxy from "../replay/StoreProxy.ts"
 import * as Svg from "../soak/Svg.ts"
 import * as Faults from "../faults/Services.ts"
-import { argValue } from "./cli.ts"
 import * as PeerArchive from "./peer-archive.ts"
 import * as Services from "./services.ts"
 
@@ -71,18 +75,121 @@ const PARTITIONS = 8
 /** Records per send: one request at a time, 10 a second at the default rate. */
 const SENDS_PER_SECOND = 10
 
-type Trouble = "slowdown" | "slower"
-type Contender = "sluice" | "peer"
+/** The troubles `--trouble` names. */
+export const TROUBLES = ["slowdown", "slower"] as const
+/** A trouble. */
+export type Trouble = (typeof TROUBLES)[number]
+/** The archivers `--contenders` names. */
+export const CONTENDERS = ["sluice", "peer"] as const
+/** An archiver. */
+export type Contender = (typeof CONTENDERS)[number]
 
-const arg = (name: string, fallback: string): string => argValue(name) ?? fallback
-const number = (name: string, fallback: number, min: number, max: number): number => {
-  const n = Number(arg(name, String(fallback)))
-  if (!Number.isFinite(n) || n < min || n > max) {
-    console.error(`bench:peer --trouble: --${name} expects a number in [${min}, ${max}]`)
-    process.exit(2)
-  }
-  return n
+/** A number option's default and bounds (inclusive), checked by {@link check}. */
+interface Bounded {
+  readonly fallback: number
+  readonly min: number
+  readonly max: number
 }
+
+/**
+ * The number options' defaults and bounds: a rate a single producer keeps up
+ * with, and a run long enough for a trouble with time before and after it.
+ */
+const BOUNDS = {
+  rate: { fallback: 20_000, min: 100, max: 200_000 },
+  seconds: { fallback: 150, min: 20, max: 3600 },
+  "trouble-at": { fallback: 30, min: 1, max: 3600 },
+  "trouble-seconds": { fallback: 60, min: 1, max: 3600 }
+} satisfies Record<string, Bounded>
+
+const bounded = (name: keyof typeof BOUNDS, what: string): Flag.Flag<Option.Option<number>> => {
+  const { fallback, min, max } = BOUNDS[name]
+  return Flag.Finite(name).pipe(
+    Flag.withMetavar("n"),
+    Flag.withDescription(`with --trouble: ${what}, ${min} to ${max} (default ${fallback})`),
+    Flag.optional
+  )
+}
+
+/**
+ * The flags of a run through trouble, on `bench:peer`'s command line; `--trouble`
+ * asks for the run, the others apply only with it.
+ */
+export const flags = {
+  trouble: Flag.String("trouble").pipe(
+    Flag.withMetavar("list"),
+    Flag.withDescription("instead of the throughput rounds, both archivers through a minute of store trouble: slowdown and/or slower, comma-separated (e.g. slowdown,slower)"),
+    Flag.optional
+  ),
+  contenders: Flag.String("contenders").pipe(
+    Flag.withMetavar("list"),
+    Flag.withDescription("with --trouble: the archivers, in order: sluice and/or peer, comma-separated (default sluice,peer)"),
+    Flag.optional
+  ),
+  rate: bounded("rate", "records/s the producer writes"),
+  seconds: bounded("seconds", "seconds the producer writes"),
+  troubleAt: bounded("trouble-at", "seconds from the archiver's spawn to the trouble"),
+  troubleSeconds: bounded("trouble-seconds", "seconds the store stays in trouble")
+}
+
+/** The flags of a run through trouble as `effect/cli` read them (`--trouble` given). */
+export interface Flags {
+  readonly trouble: string
+  readonly contenders: Option.Option<string>
+  readonly rate: Option.Option<number>
+  readonly seconds: Option.Option<number>
+  readonly troubleAt: Option.Option<number>
+  readonly troubleSeconds: Option.Option<number>
+}
+
+/** What a run through trouble runs with. */
+export interface Options {
+  readonly troubles: ReadonlyArray<Trouble>
+  readonly contenders: ReadonlyArray<Contender>
+  /** Records/s the producer writes. */
+  readonly rate: number
+  /** Seconds the producer writes. */
+  readonly seconds: number
+  /** Seconds from the archiver's spawn to the trouble. */
+  readonly troubleAt: number
+  /** Seconds the store stays in trouble. */
+  readonly troubleSeconds: number
+  /** The report on stderr, and on stdout one JSON line. */
+  readonly json: boolean
+}
+
+const isOf = <const L extends ReadonlyArray<string>>(literals: L) => (x: string): x is L[number] => literals.includes(x)
+
+const numberOf = (name: keyof typeof BOUNDS, given: Option.Option<number>): Result.Result<number, string> => {
+  const { fallback, min, max } = BOUNDS[name]
+  const n = Option.getOrElse(given, () => fallback)
+  return n >= min && n <= max ? Result.succeed(n) : Result.fail(`bench:peer --trouble: --${name} expects a number in [${min}, ${max}]`)
+}
+
+/**
+ * Checks the flags of a run through trouble: the troubles and archivers
+ * named, the numbers in their bounds, the trouble over before the producer
+ * stops; what is wrong otherwise.
+ */
+export const check = (given: Flags, json: boolean): Result.Result<Options, string> =>
+  Result.gen(function*() {
+    const named = given.trouble.split(",").map((t) => t.trim())
+    const troubles = named.filter(isOf(TROUBLES))
+    const bad = named.find((t) => !isOf(TROUBLES)(t))
+    if (bad !== undefined) return yield* Result.fail(`bench:peer --trouble: slowdown or slower, got ${bad}`)
+    const listed = Option.getOrElse(given.contenders, () => "sluice,peer").split(",").map((c) => c.trim())
+    const contenders = listed.filter(isOf(CONTENDERS))
+    const unknown = listed.find((c) => !isOf(CONTENDERS)(c))
+    if (unknown !== undefined || contenders.length === 0) return yield* Result.fail(`bench:peer --contenders: sluice and/or peer, got ${unknown ?? "nothing"}`)
+    const rate = yield* numberOf("rate", given.rate)
+    const seconds = yield* numberOf("seconds", given.seconds)
+    const troubleAt = yield* numberOf("trouble-at", given.troubleAt)
+    const troubleSeconds = yield* numberOf("trouble-seconds", given.troubleSeconds)
+    if (troubleAt + troubleSeconds >= seconds) {
+      return yield* Result.fail("bench:peer --trouble: the trouble must end before the producer stops (--trouble-at + --trouble-seconds < --seconds)")
+    }
+    return { troubles, contenders, rate, seconds, troubleAt, troubleSeconds, json }
+  })
 
 /** One run's figures. */
 export interface Row {
@@ -304,21 +411,8 @@ const run = async (trouble: Trouble, contender: Contender, options: {
   }
 }
 
-/** Runs every `--trouble` for both archivers; prints the table and, with `--json`, the rows. */
-export const main = async (): Promise<void> => {
-  const json = process.argv.includes("--json")
-  const troubles = arg("trouble", "slowdown,slower").split(",").map((t) => t.trim())
-  const bad = troubles.find((t) => t !== "slowdown" && t !== "slower")
-  if (bad !== undefined) {
-    console.error(`bench:peer --trouble: slowdown or slower, got ${bad}`)
-    process.exit(2)
-  }
-  const contenders = arg("contenders", "sluice,peer").split(",").map((c) => c.trim())
-  const unknown = contenders.find((c) => c !== "sluice" && c !== "peer")
-  if (unknown !== undefined || contenders.length === 0) {
-    console.error(`bench:peer --contenders: sluice and/or peer, got ${unknown ?? "nothing"}`)
-    process.exit(2)
-  }
+/** Runs every trouble for each archiver; prints the table and, with `--json`, the rows. */
+export const main = async ({ troubles, contenders, json, ...numbers }: Options): Promise<void> => {
   const python = process.env["SLUICE_PEER_PYTHON"]
   const toxiproxyUrl = process.env["SLUICE_TOXIPROXY_URL"]
   if (python === undefined || toxiproxyUrl === undefined) {
@@ -329,19 +423,12 @@ export const main = async (): Promise<void> => {
     services: Services.fromEnv(),
     toxiproxyUrl,
     python,
-    rate: number("rate", 20_000, 100, 200_000),
-    seconds: number("seconds", 150, 20, 3600),
-    troubleAt: number("trouble-at", 30, 1, 3600),
-    troubleSeconds: number("trouble-seconds", 60, 1, 3600),
+    ...numbers,
     say: (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
   }
-  if (options.troubleAt + options.troubleSeconds >= options.seconds) {
-    console.error("bench:peer --trouble: the trouble must end before the producer stops (--trouble-at + --trouble-seconds < --seconds)")
-    process.exit(2)
-  }
   const rows: Array<Row> = []
-  for (const trouble of troubles as ReadonlyArray<Trouble>) {
-    for (const contender of contenders as ReadonlyArray<"sluice" | "peer">) {
+  for (const trouble of troubles) {
+    for (const contender of contenders) {
       options.say(`${trouble} × ${contender}: ${options.rate} records/s for ${options.seconds} s, the store in trouble from ${options.troubleAt} s for ${options.troubleSeconds} s`)
       const row = await run(trouble, contender, options)
       rows.push(row)

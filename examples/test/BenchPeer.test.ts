@@ -4,12 +4,14 @@
  * real sink's JSON format wrote (quixstreams 3.28.1, `JSONFormat.serialize`,
  * records 5..9 of partition 1, no keys: the fixture under
  * `fixtures/quix-s3-sink/`), and the process-tree measure
- * (`examples/bench/process-tree.ts`). Neither needs the services or the
+ * (`examples/bench/process-tree.ts`), and its command line (`peer.ts`, the
+ * trouble run's flags from `trouble.ts`). None needs the services or the
  * virtualenv; the benchmark itself (`npm run bench:peer`) runs by hand.
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { command, decode } from "../bench/peer.ts"
 import * as PeerArchive from "../bench/peer-archive.ts"
 import * as ProcessTree from "../bench/process-tree.ts"
 
@@ -70,5 +72,61 @@ describe("bench:peer — measuring a process tree", () => {
     expect(usage.cpuSeconds).toBeGreaterThanOrEqual(0.3)
     expect(usage.cpuSeconds).toBeLessThan(5)
     expect(usage.cpuSeconds).toBeGreaterThanOrEqual(usage.sampledCpuSeconds)
+  })
+})
+
+describe("bench:peer — the command line", () => {
+  const invalid = (argv: ReadonlyArray<string>): string => {
+    const line = decode(argv)
+    return line._tag === "Invalid" ? line.message : `not refused: ${JSON.stringify(line)}`
+  }
+
+  it("generates the help from the definition: the rounds' flags and the trouble run's, with their defaults", () => {
+    for (const flag of ["--records n", "--partitions n", "--rounds n", "--peer-defaults", "--trouble list", "--contenders list", "--rate n", "--seconds n", "--trouble-at n", "--trouble-seconds n", "--json"]) {
+      expect(command.help).toContain(flag)
+    }
+    expect(command.help).toContain("npm run bench:peer -- [flags]")
+    expect(command.help).toContain("100 to 200000 (default 20000)")
+    expect(decode(["--help"])).toEqual({ _tag: "Help", text: command.help })
+  })
+
+  it("reads the throughput rounds, their defaults, and counts written with _ or ,", () => {
+    expect(decode([])).toEqual({ _tag: "Run", flags: { _tag: "Rounds", records: 1_000_000, partitions: 8, rounds: 3, peerDefaults: false, json: false } })
+    expect(decode(["--records", "200_000", "--rounds", "1", "--peer-defaults", "--json"])).toEqual({
+      _tag: "Run",
+      flags: { _tag: "Rounds", records: 200_000, partitions: 8, rounds: 1, peerDefaults: true, json: true }
+    })
+  })
+
+  it("reads a run through trouble, its defaults filled", () => {
+    expect(decode(["--trouble", "slowdown, slower", "--json"])).toEqual({
+      _tag: "Run",
+      flags: { _tag: "Trouble", troubles: ["slowdown", "slower"], contenders: ["sluice", "peer"], rate: 20_000, seconds: 150, troubleAt: 30, troubleSeconds: 60, json: true }
+    })
+    expect(decode(["--trouble", "slowdown", "--contenders", "sluice", "--rate", "5000", "--seconds", "60", "--trouble-at", "10", "--trouble-seconds", "20"])).toEqual({
+      _tag: "Run",
+      flags: { _tag: "Trouble", troubles: ["slowdown"], contenders: ["sluice"], rate: 5000, seconds: 60, troubleAt: 10, troubleSeconds: 20, json: false }
+    })
+  })
+
+  it("refuses a typo'd flag in effect/cli's words, with a suggestion", () => {
+    expect(invalid(["--peer-default"])).toMatch(/^bench:peer: Unrecognized flag: --peer-default[\s\S]*--peer-defaults/)
+    expect(invalid(["--trouble", "slowdown", "--rate", "fast"])).toMatch(/^bench:peer: Invalid value for flag --rate: "fast"/)
+  })
+
+  it("keeps its own messages for the values only it checks", () => {
+    expect(invalid(["--records", "0"])).toBe("bench:peer: --records needs a whole number ≥ 1, got 0")
+    expect(invalid(["--trouble", "slowdown,outage"])).toBe("bench:peer --trouble: slowdown or slower, got outage")
+    expect(invalid(["--trouble", "slower", "--contenders", "sluice,quix"])).toBe("bench:peer --contenders: sluice and/or peer, got quix")
+    expect(invalid(["--trouble", "slower", "--rate", "50"])).toBe("bench:peer --trouble: --rate expects a number in [100, 200000]")
+    expect(invalid(["--trouble", "slower", "--trouble-seconds", "0"])).toBe("bench:peer --trouble: --trouble-seconds expects a number in [1, 3600]")
+    expect(invalid(["--trouble", "slower", "--seconds", "60"])).toBe(
+      "bench:peer --trouble: the trouble must end before the producer stops (--trouble-at + --trouble-seconds < --seconds)"
+    )
+  })
+
+  it("refuses a flag of the other mode rather than ignoring it", () => {
+    expect(invalid(["--trouble", "slowdown", "--records", "5", "--peer-defaults"])).toBe("bench:peer: --records, --peer-defaults not with --trouble (the throughput rounds' flags)")
+    expect(invalid(["--rate", "5000"])).toBe("bench:peer: --rate only with --trouble")
   })
 })

@@ -1,10 +1,10 @@
 /**
  * The per-stage CPU table (`bench/stages.ts`): a sample's time goes to the
  * nearest frame up the stack that names a stage, idle time is left out, and
- * µs per record divide by the records archived.
+ * µs per record divide by the records archived; and its command line.
  */
 import { describe, expect, it } from "vitest"
-import { byStage, table } from "../bench/stages.ts"
+import { byStage, command, decode, table } from "../bench/stages.ts"
 import type { Profile } from "../bench/stages.ts"
 
 const frame = (functionName: string, url: string) => ({ functionName, url })
@@ -36,5 +36,30 @@ describe("bench/stages: CPU per stage from a V8 profile", () => {
     const out = table(profile, 100)
     expect(out).toContain("| body encoding (framing, copy) | 33.3 % | 2.500 |")
     expect(out).toContain("| **main thread, busy** | 100 % | **7.500** |")
+  })
+})
+
+describe("bench/stages: the command line", () => {
+  it("generates the help from the definition: the profile argument and --records", () => {
+    expect(command.help).toContain("node examples/bench/stages.ts [flags] <profile>")
+    expect(command.help).toMatch(/--records n +the records the profiled run archived/)
+    expect(decode(["--help"])).toEqual({ _tag: "Help", text: command.help })
+  })
+
+  it("reads the profile and the records", () => {
+    expect(decode(["/tmp/prof/a.cpuprofile", "--records", "1000000"])).toEqual({ _tag: "Run", flags: { profile: "/tmp/prof/a.cpuprofile", records: 1_000_000 } })
+  })
+
+  it("refuses a typo'd flag, a missing profile or --records in effect/cli's words", () => {
+    const typo = decode(["a.cpuprofile", "--record", "5"])
+    expect(typo._tag === "Invalid" && typo.message).toMatch(/^stages: Unrecognized flag: --record[\s\S]*--records/)
+    const missing = decode(["a.cpuprofile"])
+    expect(missing._tag === "Invalid" && missing.message).toBe("stages: Missing required flag: --records")
+    const noProfile = decode(["--records", "5"])
+    expect(noProfile._tag === "Invalid" && noProfile.message).toBe("stages: Missing required argument: profile")
+  })
+
+  it("keeps its usage line for records that are not > 0", () => {
+    expect(decode(["a.cpuprofile", "--records", "0"])).toEqual({ _tag: "Invalid", message: "usage: node examples/bench/stages.ts PROFILE.cpuprofile --records N" })
   })
 })

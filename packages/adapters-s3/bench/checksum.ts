@@ -27,29 +27,49 @@
  *   npm run bench:checksum
  *   npm run bench:checksum -- --json            # last line: one JSON object
  *   npm run bench:checksum -- --crt-dir /tmp/crt # with the CRT candidate
+ *
+ * The command line is read with `effect/cli` ({@link command}: `-- --help`).
  */
 import { createHash, randomFillSync } from "node:crypto"
 import { createRequire } from "node:module"
 import { join, resolve } from "node:path"
-import { parseArgs } from "node:util"
 import { crc32 } from "node:zlib"
 import { Crc32c, Crc64NvmeJs } from "@aws-sdk/checksums/crc"
+import * as CommandLine from "@sluice/core/CommandLine"
+import { Option } from "effect"
+import { Flag } from "effect/cli"
 import * as Checksums from "../src/Checksums.ts"
 
 const MiB = 1024 * 1024
 const BUFFER_BYTES = 16 * MiB
 const PART_BYTES = 8 * MiB
+/** Fewest rounds: a median of fewer says little. */
+const MIN_ROUNDS = 3
+/** Shortest round: below it a round is a few buffers and the timer's resolution shows. */
+const MIN_MILLIS = 50
 
-const { values: args } = parseArgs({
-  options: {
-    json: { type: "boolean", default: false },
-    rounds: { type: "string", default: "5" },
-    millis: { type: "string", default: "300" },
-    "crt-dir": { type: "string" }
-  }
-})
-const rounds = Math.max(3, Number(args.rounds))
-const minMillis = Math.max(50, Number(args.millis))
+/** `bench:checksum`'s command line. */
+export const command = CommandLine.script("bench:checksum", {
+  json: CommandLine.switchFlag("json", "after the table, one JSON object on the last line"),
+  rounds: Flag.Int("rounds").pipe(
+    Flag.withMetavar("n"),
+    Flag.withDescription(`timed rounds, a candidate's figure their median (default 5; fewer than ${MIN_ROUNDS} count as ${MIN_ROUNDS})`),
+    Flag.withDefault(5)
+  ),
+  millis: Flag.Finite("millis").pipe(
+    Flag.withMetavar("ms"),
+    Flag.withDescription(`run each candidate for at least this many ms per round (default 300; below ${MIN_MILLIS} counts as ${MIN_MILLIS})`),
+    Flag.withDefault(300)
+  ),
+  crtDir: Flag.String("crt-dir").pipe(
+    Flag.withMetavar("dir"),
+    Flag.withDescription("a folder where @aws-sdk/crc64-nvme-crt is installed: adds the CRT CRC-64/NVME (not a dependency: aws-crt, 66 MB)"),
+    Flag.optional
+  )
+}, "MB/s on one core of every checksum the S3 sink could send, over 16 MiB buffers, each one's ratio to the SDK's pure-JS CRC-64/NVME.", { invocation: "npm run bench:checksum --" })
+
+/** The flags as `effect/cli` read them. */
+type Flags = typeof command extends CommandLine.Script<infer A> ? A : never
 
 /** The SDK's incremental checksum interface (`update`, then `digest`). */
 interface Incremental {
@@ -80,9 +100,9 @@ const sinkMultipart = (data: Uint8Array): number => {
   return Checksums.fullObjectOf("CRC32", parts).length
 }
 
-/** The CRT CRC-64/NVME, or why it is not measured. */
-const loadCrt = (): Candidate | string => {
-  const from = args["crt-dir"] !== undefined ? join(resolve(args["crt-dir"]), "package.json") : import.meta.filename
+/** The CRT CRC-64/NVME, from `crtDir` if given, or why it is not measured. */
+const loadCrt = (crtDir: string | undefined): Candidate | string => {
+  const from = crtDir !== undefined ? join(resolve(crtDir), "package.json") : import.meta.filename
   try {
     const required: unknown = createRequire(from)("@aws-sdk/crc64-nvme-crt")
     const Crt = typeof required === "object" && required !== null && "CrtCrc64Nvme" in required
@@ -98,20 +118,9 @@ const loadCrt = (): Candidate | string => {
 }
 
 const BASELINE = "CRC64NVME js"
-const candidates: Array<Candidate> = [
-  { name: BASELINE, run: viaIncremental(() => new Crc64NvmeJs()) },
-  { name: "CRC32C js", run: viaIncremental(() => new Crc32c()) },
-  { name: "SHA256 node:crypto", run: (data) => createHash("sha256").update(data).digest().length },
-  { name: "CRC32 node:zlib", run: (data) => crc32(data) },
-  { name: "CRC32 sink multipart (8 MiB parts + combine)", run: sinkMultipart }
-]
-const skipped: Array<{ readonly name: string; readonly reason: string }> = []
-const crt = loadCrt()
-if (typeof crt === "string") skipped.push({ name: "CRC64NVME crt", reason: crt })
-else candidates.push(crt)
 
 /** MB/s of one round of `candidate` over `data`: repeats until `minMillis` elapsed. */
-const round = (candidate: Candidate, data: Uint8Array): number => {
+const round = (candidate: Candidate, data: Uint8Array, minMillis: number): number => {
   let sink = 0
   let bytes = 0
   const start = performance.now()
@@ -131,46 +140,72 @@ const median = (xs: ReadonlyArray<number>): number => {
   return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2
 }
 
-// Random bytes, written before timing (first writes to fresh memory are slow here).
-const data = randomFillSync(new Uint8Array(BUFFER_BYTES))
+/** Times every candidate (the CRT one from `crtDir` if it loads) and prints the table, and with `json` the JSON line. */
+const main = (flags: Flags): void => {
+  const rounds = Math.max(MIN_ROUNDS, flags.rounds)
+  const minMillis = Math.max(MIN_MILLIS, flags.millis)
+  const candidates: Array<Candidate> = [
+    { name: BASELINE, run: viaIncremental(() => new Crc64NvmeJs()) },
+    { name: "CRC32C js", run: viaIncremental(() => new Crc32c()) },
+    { name: "SHA256 node:crypto", run: (data) => createHash("sha256").update(data).digest().length },
+    { name: "CRC32 node:zlib", run: (data) => crc32(data) },
+    { name: "CRC32 sink multipart (8 MiB parts + combine)", run: sinkMultipart }
+  ]
+  const skipped: Array<{ readonly name: string; readonly reason: string }> = []
+  const crt = loadCrt(Option.getOrUndefined(flags.crtDir))
+  if (typeof crt === "string") skipped.push({ name: "CRC64NVME crt", reason: crt })
+  else candidates.push(crt)
 
-for (const c of candidates) round(c, data) // warm-up: JIT, tables, pages
-const samples = new Map<string, Array<number>>(candidates.map((c) => [c.name, []]))
-for (let r = 0; r < rounds; r++) {
-  for (const c of candidates) samples.get(c.name)?.push(round(c, data))
+  // Random bytes, written before timing (first writes to fresh memory are slow here).
+  const data = randomFillSync(new Uint8Array(BUFFER_BYTES))
+
+  for (const c of candidates) round(c, data, minMillis) // warm-up: JIT, tables, pages
+  const samples = new Map<string, Array<number>>(candidates.map((c) => [c.name, []]))
+  for (let r = 0; r < rounds; r++) {
+    for (const c of candidates) samples.get(c.name)?.push(round(c, data, minMillis))
+  }
+
+  const baseline = median(samples.get(BASELINE) ?? [])
+  const results = candidates.map((c) => {
+    const xs = samples.get(c.name) ?? []
+    const mbPerSec = median(xs)
+    return {
+      name: c.name,
+      mbPerSec: Math.round(mbPerSec),
+      ratio: Math.round((mbPerSec / baseline) * 100) / 100,
+      min: Math.round(Math.min(...xs)),
+      max: Math.round(Math.max(...xs))
+    }
+  })
+
+  const nameWidth = Math.max(...results.map((r) => r.name.length))
+  const row = (name: string, mbPerSec: string, ratio: string, range: string) =>
+    `${name.padEnd(nameWidth)}  ${mbPerSec.padStart(7)}  ${ratio.padStart(14)}  ${range.padStart(15)}`
+  console.log(
+    `checksums over ${BUFFER_BYTES / MiB} MiB, one core, Node ${process.version}: ` +
+      `median of ${rounds} rounds of ≥ ${minMillis} ms (MB = 10^6 bytes)`
+  )
+  console.log(row("candidate", "MB/s", `× ${BASELINE}`, "min..max MB/s"))
+  for (const r of results) console.log(row(r.name, String(r.mbPerSec), r.ratio.toFixed(2), `${r.min}..${r.max}`))
+  for (const s of skipped) console.log(`skipped ${s.name}: ${s.reason}`)
+  if (flags.json) {
+    console.log(JSON.stringify({
+      bufferBytes: BUFFER_BYTES,
+      rounds,
+      minMillis,
+      node: process.version,
+      baseline: BASELINE,
+      results,
+      skipped
+    }))
+  }
 }
 
-const baseline = median(samples.get(BASELINE) ?? [])
-const results = candidates.map((c) => {
-  const xs = samples.get(c.name) ?? []
-  const mbPerSec = median(xs)
-  return {
-    name: c.name,
-    mbPerSec: Math.round(mbPerSec),
-    ratio: Math.round((mbPerSec / baseline) * 100) / 100,
-    min: Math.round(Math.min(...xs)),
-    max: Math.round(Math.max(...xs))
-  }
-})
-
-const nameWidth = Math.max(...results.map((r) => r.name.length))
-const row = (name: string, mbPerSec: string, ratio: string, range: string) =>
-  `${name.padEnd(nameWidth)}  ${mbPerSec.padStart(7)}  ${ratio.padStart(14)}  ${range.padStart(15)}`
-console.log(
-  `checksums over ${BUFFER_BYTES / MiB} MiB, one core, Node ${process.version}: ` +
-    `median of ${rounds} rounds of ≥ ${minMillis} ms (MB = 10^6 bytes)`
-)
-console.log(row("candidate", "MB/s", `× ${BASELINE}`, "min..max MB/s"))
-for (const r of results) console.log(row(r.name, String(r.mbPerSec), r.ratio.toFixed(2), `${r.min}..${r.max}`))
-for (const s of skipped) console.log(`skipped ${s.name}: ${s.reason}`)
-if (args.json) {
-  console.log(JSON.stringify({
-    bufferBytes: BUFFER_BYTES,
-    rounds,
-    minMillis,
-    node: process.version,
-    baseline: BASELINE,
-    results,
-    skipped
-  }))
+if (import.meta.main) {
+  const line = command.read(process.argv.slice(2))
+  if (line._tag === "Run") main(line.flags)
+  else if (line._tag === "Invalid") {
+    process.stderr.write(`${line.message}\n\n${command.help}\n`)
+    process.exitCode = 2
+  } else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
 }

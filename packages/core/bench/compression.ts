@@ -30,33 +30,47 @@
  *   npm run bench:compression -- --json        # last line: one JSON object
  *
  * Run it niced on a shared machine: `nice -n 10 npm run bench:compression`.
+ * The command line is read with `effect/cli` ({@link command}: `-- --help`).
  */
 import { cpus, loadavg } from "node:os"
-import { parseArgs } from "node:util"
 import { crc32 } from "node:zlib"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { Flag } from "effect/cli"
 import * as Batch from "../src/Batch.ts"
+import * as CommandLine from "../src/CommandLine.ts"
 import type * as Compression from "../src/Compression.ts"
 
 const MiB = 1024 * 1024
 
-const { values: args } = parseArgs({
-  options: {
-    json: { type: "boolean", default: false },
-    quick: { type: "boolean", default: false },
-    millis: { type: "string" },
-    "min-rounds": { type: "string", default: "3" }
-  }
-})
+/** Milliseconds each cell is timed for at least: long enough for a stable median, the matrix in ~2 min; `--quick`'s, in < 30 s. */
+const MILLIS = { full: 600, quick: 250 }
 
-const millis = Number(args.millis ?? (args.quick ? 250 : 600))
-const minRounds = Math.max(1, Number(args["min-rounds"]))
+/** `bench:compression`'s command line. */
+export const command = CommandLine.script("bench:compression", {
+  json: CommandLine.switchFlag("json", "no table: stdout's only line is one JSON object (the rows, the machine, its load)"),
+  quick: CommandLine.switchFlag("quick", `12 cells, not 27 (1 MiB batches of each record size, 8 MiB of 150 B records), ${MILLIS.quick} ms each: < 30 s`),
+  millis: Flag.Finite("millis").pipe(
+    Flag.withMetavar("ms"),
+    Flag.withDescription(`time each cell for at least this many ms (default ${MILLIS.full}; ${MILLIS.quick} with --quick)`),
+    Flag.optional
+  ),
+  minRounds: Flag.Int("min-rounds").pipe(
+    Flag.withMetavar("n"),
+    Flag.withDescription("time at least this many batches per cell (default 3; below 1 counts as 1)"),
+    Flag.withDefault(3)
+  )
+}, "What a pipeline's compression costs and saves per batch, in memory: encode, compress and CRC32 a batch, per record size × batch size × codec (none, gzip, zstd).", { invocation: "npm run bench:compression --" })
+
+/** The flags as `effect/cli` read them. */
+type Flags = typeof command extends CommandLine.Script<infer A> ? A : never
+
 const codecs: ReadonlyArray<Compression.Codec> = ["none", "gzip", "zstd"]
 
 /** The cells: [record bytes, batch payload bytes]. */
-const cells: ReadonlyArray<readonly [number, number]> = args.quick
-  ? [[50, 1 * MiB], [150, 1 * MiB], [1000, 1 * MiB], [150, 8 * MiB]]
-  : [50, 150, 1000].flatMap((r) => [1 * MiB, 8 * MiB, 64 * MiB].map((b) => [r, b] as const))
+const cellsOf = (quick: boolean): ReadonlyArray<readonly [number, number]> =>
+  quick
+    ? [[50, 1 * MiB], [150, 1 * MiB], [1000, 1 * MiB], [150, 8 * MiB]]
+    : [50, 150, 1000].flatMap((r) => [1 * MiB, 8 * MiB, 64 * MiB].map((b) => [r, b] as const))
 
 /** A small seeded PRNG (mulberry32), so every run archives the same records. */
 const prng = (seed: number) => () => {
@@ -126,7 +140,10 @@ interface Row {
   readonly wallMillisPerBatch: number
 }
 
-const main = async () => {
+const main = async (args: Flags) => {
+  const millis = Option.getOrElse(args.millis, () => (args.quick ? MILLIS.quick : MILLIS.full))
+  const minRounds = Math.max(1, args.minRounds)
+  const cells = cellsOf(args.quick)
   const started = performance.now()
   const load = loadavg()
   const say = (line: string) => {
@@ -195,4 +212,11 @@ const main = async () => {
   }
 }
 
-await main()
+if (import.meta.main) {
+  const line = command.read(process.argv.slice(2))
+  if (line._tag === "Run") await main(line.flags)
+  else if (line._tag === "Invalid") {
+    process.stderr.write(`${line.message}\n\n${command.help}\n`)
+    process.exitCode = 2
+  } else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
+}

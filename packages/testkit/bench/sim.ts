@@ -3,7 +3,7 @@
  * scenario (1M records/s of 150 B, 24 partitions, knee 24, a 10x slowdown from
  * 60 s to 120 s) with `fixed:8`, reported as × real time. Also runs the issue's
  * example verbatim (the pipeline's default 10 000-record batches: 5x more
- * requests to simulate).
+ * requests to simulate). It takes no flags ({@link command}: `-- --help`).
  *
  * @since 0.1.0
  */
@@ -11,8 +11,22 @@ import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { Fixed } from "@sluice/core"
+import * as CommandLine from "@sluice/core/CommandLine"
 import * as Runner from "../src/Runner.ts"
 import * as Scenario from "../src/Scenario.ts"
+
+/**
+ * `bench:sim`'s command line: no flags, only `--help` and `--completions`;
+ * anything else is refused, not ignored.
+ *
+ * @since 0.5.0
+ */
+export const command = CommandLine.script(
+  "bench:sim",
+  {},
+  "Wall time to simulate 300 virtual seconds of knee-24 (1M records/s, 24 partitions, a 10x slowdown from 60 s to 120 s) with fixed:8, as × real time (target ≥ 100x); then the issue's example verbatim (10 000-record batches).",
+  { invocation: "npm run bench:sim --" }
+)
 
 const scenarioPath = [new URL("../scenarios/knee-24.json", import.meta.url), new URL("../../scenarios/knee-24.json", import.meta.url)]
   .map((u) => fileURLToPath(u))
@@ -43,4 +57,11 @@ const program = Effect.gen(function*() {
   console.log(speedup >= 100 ? "target >= 100x: met" : "target >= 100x: NOT met")
 })
 
-Effect.runPromise(program)
+if (import.meta.main) {
+  const line = command.read(process.argv.slice(2))
+  if (line._tag === "Run") Effect.runPromise(program)
+  else if (line._tag === "Invalid") {
+    process.stderr.write(`${line.message}\n\n${command.help}\n`)
+    process.exitCode = 2
+  } else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
+}
