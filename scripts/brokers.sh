@@ -12,11 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/run-source.sh
 node=$(repo_node)
-case " $* " in *" --help "*|*" -h "*) exec "$node" --conditions=@sluice/source examples/brokers/main.ts --help ;; esac
+# The help and the completion script, before anything starts.
+case " $* " in *" --help "*|*" -h "*|*" --completions"*) exec "$node" --conditions=@sluice/source examples/brokers/main.ts "$@" ;; esac
 # A usage error before anything starts (exit 2).
 "$node" --conditions=@sluice/source -e '
   import("./examples/brokers/Options.ts").then((o) => {
-    try { o.parse(process.argv.slice(1)) } catch (e) { console.error(`brokers: ${e.message}\n\n${o.usage}`); process.exit(2) }
+    try { o.parse(process.argv.slice(1)) } catch (e) { if (!(e instanceof o.UsageError)) throw e; console.error(`${e.message}\n\n${o.command.help}`); process.exit(2) }
   })' -- "$@"
 
 s3_was_up=0

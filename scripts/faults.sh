@@ -10,7 +10,8 @@
 # Stops them on exit. Killed after SLUICE_FAULTS_TIMEOUT seconds (default 3600).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-case " $* " in *" --help "*) exec node_modules/.bin/node --conditions=@sluice/source examples/faults/main.ts --help ;; esac
+# The help and the completion script, before any service starts.
+case " $* " in *" --help "*|*" -h "*|*" --completions"*) exec node_modules/.bin/node --conditions=@sluice/source examples/faults/main.ts "$@" ;; esac
 . scripts/lib/run-source.sh
 export SLUICE_SERVICES_DIR="$PWD/.services/faults"
 export SLUICE_S3_PORT="${SLUICE_FAULTS_S3_PORT:-19100}"

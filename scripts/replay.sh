@@ -8,6 +8,9 @@
 # Ports: SLUICE_S3_PORT, SLUICE_TOXIPROXY_PORT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/run-source.sh
+# The help and the completion script, before any service starts.
+case " $* " in *" --help "*|*" -h "*|*" --completions"*) exec "$(repo_node)" --conditions=@sluice/source examples/replay/main.ts "$@" ;; esac
 
 . scripts/lib/ensure-services.sh
 ensure_services s3-server toxiproxy
@@ -16,5 +19,4 @@ set -a
 . .services/toxiproxy.env
 set +a
 
-. scripts/lib/run-source.sh
 run_source "${SLUICE_REPLAY_TIMEOUT:-1800}" examples/replay/main.ts "$@"

@@ -12,6 +12,8 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Argument } from "effect/cli"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { Family } from "@sluice/testkit"
 import { ablations } from "./Ablations.ts"
 
@@ -32,11 +34,19 @@ interface Run {
   readonly committedNotVerified: number
 }
 
-const dir = process.argv[2]
-if (dir === undefined) {
-  process.stderr.write("usage: table.ts DIR\n")
-  process.exit(2)
+const command = CommandLine.script(
+  "ablation-table",
+  { dir: Argument.String("dir").pipe(Argument.withDescription("the folder of the runs (family.*.jsonl, matrix.*.jsonl)")) },
+  "The ablation table: reads the runs scripts/ablation.sh wrote to DIR, writes DIR/table.md (printed too): per variant, what switching its rule off costs, and the verdict.",
+  { invocation: "node --conditions=@sluice/source examples/ablation/table.ts" }
+)
+const line = command.read(process.argv.slice(2))
+if (line._tag !== "Run") {
+  if (line._tag === "Invalid") process.stderr.write(`${line.message}\n\n${command.help}\n`)
+  else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
+  process.exit(line._tag === "Invalid" ? 2 : 0)
 }
+const { dir } = line.flags
 const read = (prefix: string): Array<Run> =>
   readdirSync(dir)
     .filter((f) => f.startsWith(prefix) && f.endsWith(".jsonl"))

@@ -16,17 +16,23 @@ import * as Run from "./Run.ts"
 import * as Scenarios from "./Scenarios.ts"
 
 const argv = process.argv.slice(2)
-let options: Options.Options
+let request: Options.Request
 try {
-  options = Options.parse(argv)
+  request = Options.parse(argv)
 } catch (error) {
-  console.error(`brokers: ${error instanceof Error ? error.message : String(error)}\n\n${Options.usage}`)
+  if (!(error instanceof Options.UsageError)) throw error
+  console.error(`${error.message}\n\n${Options.command.help}`)
   process.exit(2)
 }
-if (options.help) {
-  console.log(Options.usage)
+if (request._tag === "Help") {
+  console.log(request.text)
   process.exit(0)
 }
+if (request._tag === "Completions") {
+  console.log(request.script)
+  process.exit(0)
+}
+const options = request.options
 
 const started = new Date()
 const t0 = performance.now()

@@ -18,34 +18,47 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { parseArgs } from "node:util"
+import * as CommandLine from "@sluice/core/CommandLine"
 import type { FaultRow } from "./FaultRow.ts"
 import * as Faults from "./Faults.ts"
 import type { Endpoints } from "./Run.ts"
 
-const usage = `usage: npm run faults -- [--only NAME[,NAME…]] [--smoke] [--json]\n  faults: ${Faults.all.map((f) => f.name).join(", ")}`
+const command = CommandLine.script(
+  "faults",
+  {
+    only: CommandLine.lastValue("only", "NAME[,NAME…]", `run only these faults, comma-separated: ${Faults.all.map((f) => f.name).join(", ")}`),
+    smoke: CommandLine.switchFlag("smoke", "one fault of each class, each a few seconds (what npm test runs)"),
+    json: CommandLine.switchFlag("json", "the last stdout line is { faults: [FaultRow…], lost }")
+  },
+  "The example archiver against each fault of its dependencies, for real, each run audited against the group's committed offsets. " +
+    "Writes reports/faults-<time>/. Exit 0 only when every fault is ok, 2 on a usage error.",
+  { invocation: "npm run faults --" }
+)
+
+/** A usage error: the message, a blank line and the help on stderr, exit 2. */
+const usageError = (message: string): never => {
+  console.error(`${message}\n\n${command.help}`)
+  return process.exit(2)
+}
 
 const options = (() => {
-  try {
-    const { values } = parseArgs({
-      options: {
-        only: { type: "string" },
-        smoke: { type: "boolean", default: false },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", default: false }
-      }
-    })
-    if (values.help) {
-      console.log(usage)
-      process.exit(0)
+  const line = command.read(process.argv.slice(2))
+  switch (line._tag) {
+    case "Help":
+      console.log(line.text)
+      return process.exit(0)
+    case "Completions":
+      console.log(line.script)
+      return process.exit(0)
+    case "Invalid":
+      return usageError(line.message)
+    case "Run": {
+      const { smoke, json } = line.flags
+      const only = line.flags.only?.split(",").map((n) => n.trim()).filter((n) => n !== "")
+      const unknown = only?.filter((n) => !Faults.all.some((f) => f.name === n)) ?? []
+      if (unknown.length > 0) usageError(`faults: --only: no fault named ${unknown.join(", ")}`)
+      return { only, smoke, json }
     }
-    const only = values.only?.split(",").map((n) => n.trim()).filter((n) => n !== "")
-    const unknown = only?.filter((n) => !Faults.all.some((f) => f.name === n)) ?? []
-    if (unknown.length > 0) throw new Error(`--only: no fault named ${unknown.join(", ")}`)
-    return { only, smoke: values.smoke, json: values.json }
-  } catch (error) {
-    console.error(`faults: ${error instanceof Error ? error.message : String(error)}\n${usage}`)
-    return process.exit(2)
   }
 })()
 

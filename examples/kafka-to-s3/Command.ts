@@ -13,42 +13,82 @@
 import { readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { parseArgs } from "node:util"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { Argument, Flag } from "effect/cli"
+import type { Command } from "effect/cli"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { onSignal, s3FromEnv } from "../src/KafkaToS3.ts"
 import * as Archiver from "./Archiver.ts"
 import * as KillHook from "./KillHook.ts"
 import * as Prometheus from "./Prometheus.ts"
 import * as Settings from "./Settings.ts"
 
-const USAGE = `usage: node --conditions=@sluice/source examples/kafka-to-s3/main.ts <topic> <bucket> [options]
+/** A flag of seconds (or records): any number ≥ 0, checked after reading. */
+const amount = (name: string, metavar: string, description: string) =>
+  Flag.Finite(name).pipe(Flag.withMetavar(metavar), Flag.withDescription(description))
 
-  --config FILE             knobs: pipeline + policy config (default: archiver.json beside main.ts)
-  --prometheus-host HOST    address of the metrics endpoint (default 127.0.0.1)
-  --prometheus-port PORT    its port (default 9464; 0 = any free port)
-  --name NAME               sluice.pipeline label (default <topic>-archiver)
-  --group ID                consumer group (default <topic>-archiver)
-  --instance-id ID          static group membership: this instance's id, the same across its restarts (default: none)
-  --until-committed N       drain and exit once N records are committed
-  --max-seconds S           drain and exit after S seconds
-  --drain-seconds S         drain deadline (default 30)
-  --progress-seconds S      a progress line on stderr every S seconds (default 5; 0 = none)
-  --linger-seconds S        keep serving /metrics S seconds after the drain (default 0)
-  --print-metrics           after the drain, scrape the endpoint once and print its sluice_ series (stderr)
-  --tls-ca FILE             connect to the brokers over TLS, trusting this CA (PEM)
-  --tls-cert FILE           with --tls-key: a client certificate (PEM) for mTLS
-  --tls-key FILE            its private key (PEM)
+/** A flag naming a PEM file, read after the line is. */
+const pem = (name: string, description: string) =>
+  Flag.String(name).pipe(Flag.withMetavar("FILE"), Flag.withDescription(description), Flag.optional)
 
-environment: SLUICE_KAFKA_BROKERS, SLUICE_S3_ENDPOINT, SLUICE_S3_ACCESS_KEY, SLUICE_S3_SECRET_KEY [, SLUICE_S3_REGION]
-test only: SLUICE_TEST_KILL_AT=<gap>[:<n>] SIGKILLs the process at a gap (KillHook.ts; npm run faults)`
+/**
+ * The command line: `<topic> <bucket>` and the flags, as `effect/cli`
+ * definitions (the help and the completions are generated from them).
+ */
+const config = {
+  topic: Argument.String("topic").pipe(Argument.withDescription("the Kafka topic to archive")),
+  bucket: Argument.String("bucket").pipe(Argument.withDescription("the S3 bucket to archive it into")),
+  config: Flag.String("config").pipe(
+    Flag.withMetavar("FILE"),
+    Flag.withDescription("knobs: pipeline + policy config (default: archiver.json beside main.ts)"),
+    Flag.withDefault(join(dirname(fileURLToPath(import.meta.url)), "archiver.json"))
+  ),
+  prometheusHost: Flag.String("prometheus-host").pipe(
+    Flag.withMetavar("HOST"),
+    Flag.withDescription("address of the metrics endpoint (default 127.0.0.1)"),
+    Flag.withDefault("127.0.0.1")
+  ),
+  prometheusPort: Flag.Int("prometheus-port").pipe(
+    Flag.withMetavar("PORT"),
+    Flag.withDescription(`its port (default ${Prometheus.DEFAULT_PORT}; 0 = any free port)`),
+    Flag.withDefault(Prometheus.DEFAULT_PORT)
+  ),
+  name: Flag.String("name").pipe(Flag.withMetavar("NAME"), Flag.withDescription("sluice.pipeline label (default <topic>-archiver)"), Flag.optional),
+  group: Flag.String("group").pipe(Flag.withMetavar("ID"), Flag.withDescription("consumer group (default <topic>-archiver)"), Flag.optional),
+  instanceId: Flag.String("instance-id").pipe(
+    Flag.withMetavar("ID"),
+    Flag.withDescription("static group membership: this instance's id, the same across its restarts (default: none)"),
+    Flag.optional
+  ),
+  untilCommitted: amount("until-committed", "N", "drain and exit once N records are committed").pipe(Flag.optional),
+  maxSeconds: amount("max-seconds", "S", "drain and exit after S seconds").pipe(Flag.optional),
+  drainSeconds: amount("drain-seconds", "S", "drain deadline (default 30)").pipe(Flag.withDefault(30)),
+  progressSeconds: amount("progress-seconds", "S", "a progress line on stderr every S seconds (default 5; 0 = none)").pipe(Flag.withDefault(5)),
+  lingerSeconds: amount("linger-seconds", "S", "keep serving /metrics S seconds after the drain (default 0)").pipe(Flag.withDefault(0)),
+  printMetrics: CommandLine.switchFlag("print-metrics", "after the drain, scrape the endpoint once and print its sluice_ series (stderr)"),
+  tlsCa: pem("tls-ca", "connect to the brokers over TLS, trusting this CA (PEM)"),
+  tlsCert: pem("tls-cert", "with --tls-key: a client certificate (PEM) for mTLS"),
+  tlsKey: pem("tls-key", "its private key (PEM)")
+}
+
+// The effect/cli definition read by `CommandLine.script`: it keeps this command's exit codes
+// (2 for a usage error) and needs no platform layer, where `Command.run` would.
+const command = CommandLine.script(
+  "kafka-to-s3",
+  config,
+  "A Kafka topic into an S3 bucket with the default policies, metrics on a Prometheus endpoint, a graceful drain on SIGTERM / SIGINT. " +
+    "Exit 0 drained cleanly, 1 the run failed, 2 bad usage or settings.\n\n" +
+    "  environment: SLUICE_KAFKA_BROKERS, SLUICE_S3_ENDPOINT, SLUICE_S3_ACCESS_KEY, SLUICE_S3_SECRET_KEY [, SLUICE_S3_REGION]\n" +
+    `  test only: ${KillHook.ENV}=<gap>[:<n>] SIGKILLs the process at a gap (KillHook.ts; npm run faults)`,
+  { invocation: "node --conditions=@sluice/source examples/kafka-to-s3/main.ts" }
+)
 
 /** A usage error: exit 2. */
 class Usage extends Error {}
 
-const number = (flag: string, text: string | undefined, fallback?: number): number | undefined => {
-  if (text === undefined) return fallback
-  const n = Number(text)
-  if (text.trim() === "" || !Number.isFinite(n) || n < 0) throw new Usage(`${flag}: expected a number ≥ 0, got ${JSON.stringify(text)}`)
+/** `n` when it is absent or ≥ 0; throws {@link Usage} otherwise. */
+const atLeastZero = <N extends number | undefined>(flag: string, n: N): N => {
+  if (n !== undefined && n < 0) throw new Usage(`${flag}: expected a number ≥ 0, got ${JSON.stringify(String(n))}`)
   return n
 }
 
@@ -60,43 +100,22 @@ const env = (name: string): string => {
   return value.trim()
 }
 
-const parse = () => {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: {
-      config: { type: "string" },
-      "prometheus-host": { type: "string" },
-      "prometheus-port": { type: "string" },
-      name: { type: "string" },
-      group: { type: "string" },
-      "instance-id": { type: "string" },
-      "until-committed": { type: "string" },
-      "max-seconds": { type: "string" },
-      "drain-seconds": { type: "string" },
-      "progress-seconds": { type: "string" },
-      "linger-seconds": { type: "string" },
-      "print-metrics": { type: "boolean" },
-      "tls-ca": { type: "string" },
-      "tls-cert": { type: "string" },
-      "tls-key": { type: "string" },
-      help: { type: "boolean", short: "h" }
-    }
-  })
-  if (values.help === true) return undefined
-  const [topic, bucket, ...extra] = positionals
-  if (topic === undefined || bucket === undefined || extra.length > 0) throw new Usage("expected <topic> <bucket>")
-  const port = number("--prometheus-port", values["prometheus-port"], Prometheus.DEFAULT_PORT) ?? Prometheus.DEFAULT_PORT
-  if (!Number.isInteger(port) || port > 65535) throw new Usage(`--prometheus-port: expected a port, got ${port}`)
-  const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",").map((b) => b.trim())
-  const pem = (flag: string, file: string | undefined): string | undefined => {
-    if (file === undefined) return undefined
-    try {
-      return readFileSync(file, "utf8")
-    } catch (error) {
-      throw new Usage(`${flag}: cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`)
-    }
+const readPem = (flag: string, file: Option.Option<string>): string | undefined => {
+  if (Option.isNone(file)) return undefined
+  try {
+    return readFileSync(file.value, "utf8")
+  } catch (error) {
+    throw new Usage(`${flag}: cannot read ${file.value}: ${error instanceof Error ? error.message : String(error)}`)
   }
-  const [ca, cert, key] = [pem("--tls-ca", values["tls-ca"]), pem("--tls-cert", values["tls-cert"]), pem("--tls-key", values["tls-key"])]
+}
+
+/** What the run needs, from the flags `effect/cli` read and the environment; throws {@link Usage}. */
+const settle = (flags: Command.Command.Config.Infer<typeof config>) => {
+  const { topic, bucket } = flags
+  const port = atLeastZero("--prometheus-port", flags.prometheusPort)
+  if (port > 65535) throw new Usage(`--prometheus-port: expected a port, got ${port}`)
+  const [broker, ...moreBrokers] = env("SLUICE_KAFKA_BROKERS").split(",").map((b) => b.trim())
+  const [ca, cert, key] = [readPem("--tls-ca", flags.tlsCa), readPem("--tls-cert", flags.tlsCert), readPem("--tls-key", flags.tlsKey)]
   if ((cert === undefined) !== (key === undefined)) throw new Usage("--tls-cert and --tls-key go together")
   const tls = ca === undefined && cert === undefined
     ? undefined
@@ -112,17 +131,17 @@ const parse = () => {
     tls,
     topic,
     bucket,
-    configFile: values.config ?? join(dirname(fileURLToPath(import.meta.url)), "archiver.json"),
-    prometheus: { host: values["prometheus-host"] ?? "127.0.0.1", port },
-    name: values.name ?? `${topic}-archiver`,
-    groupId: values.group ?? `${topic}-archiver`,
-    instanceId: values["instance-id"],
-    untilCommitted: number("--until-committed", values["until-committed"]),
-    maxSeconds: number("--max-seconds", values["max-seconds"]),
-    drainSeconds: number("--drain-seconds", values["drain-seconds"], 30) ?? 30,
-    progressSeconds: number("--progress-seconds", values["progress-seconds"], 5) ?? 5,
-    lingerSeconds: number("--linger-seconds", values["linger-seconds"], 0) ?? 0,
-    printMetrics: values["print-metrics"] === true,
+    configFile: flags.config,
+    prometheus: { host: flags.prometheusHost, port },
+    name: Option.getOrElse(flags.name, () => `${topic}-archiver`),
+    groupId: Option.getOrElse(flags.group, () => `${topic}-archiver`),
+    instanceId: Option.getOrUndefined(flags.instanceId),
+    untilCommitted: atLeastZero("--until-committed", Option.getOrUndefined(flags.untilCommitted)),
+    maxSeconds: atLeastZero("--max-seconds", Option.getOrUndefined(flags.maxSeconds)),
+    drainSeconds: atLeastZero("--drain-seconds", flags.drainSeconds),
+    progressSeconds: atLeastZero("--progress-seconds", flags.progressSeconds),
+    lingerSeconds: atLeastZero("--linger-seconds", flags.lingerSeconds),
+    printMetrics: flags.printMetrics,
     brokers: [broker ?? "", ...moreBrokers] as [string, ...Array<string>],
     s3: s3FromEnv(bucket, env)
   }
@@ -130,7 +149,7 @@ const parse = () => {
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`
 
-const main = (args: NonNullable<ReturnType<typeof parse>>) =>
+const main = (args: ReturnType<typeof settle>) =>
   Effect.scoped(Effect.gen(function*() {
     const settings = yield* Settings.load(args.configFile)
     const endpoint = yield* Prometheus.make(args.prometheus)
@@ -196,16 +215,24 @@ const main = (args: NonNullable<ReturnType<typeof parse>>) =>
     }
   }))
 
-let args: ReturnType<typeof parse>
-try {
-  args = parse()
-} catch (error) {
-  console.error(`kafka-to-s3: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`)
-  process.exit(2)
+/** A usage error: the message, a blank line and the help on stderr, exit 2. */
+const usageError = (message: string): never => {
+  console.error(`${message}\n\n${command.help}`)
+  return process.exit(2)
 }
-if (args === undefined) {
-  console.log(USAGE)
-} else {
+
+const line = command.read(process.argv.slice(2))
+if (line._tag === "Help") console.log(line.text)
+else if (line._tag === "Completions") console.log(line.script)
+else if (line._tag === "Invalid") usageError(line.message)
+else {
+  let args: ReturnType<typeof settle>
+  try {
+    args = settle(line.flags)
+  } catch (error) {
+    if (!(error instanceof Usage)) throw error
+    args = usageError(`kafka-to-s3: ${error.message}`)
+  }
   Effect.runPromiseExit(main(args)).then((exit) => {
     if (exit._tag === "Success") {
       console.log(JSON.stringify(exit.value))

@@ -11,9 +11,10 @@
  * starts with `{"partition":p,"offset":o,…`. Prints the end offset of every
  * partition (checked: equal to what was produced) as one JSON line.
  */
-import { parseArgs } from "node:util"
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3"
 import { Admin, ListOffsetTimestamps, Producer } from "@platformatic/kafka"
+import { Argument, Flag } from "effect/cli"
+import * as CommandLine from "@sluice/core/CommandLine"
 
 /** Where the broker and the S3 server are. */
 export interface Services {
@@ -107,29 +108,57 @@ if (isMain) {
     console.error(`produce: ${message}`)
     process.exit(code)
   }
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: { records: { type: "string" }, partitions: { type: "string" }, "record-bytes": { type: "string" } }
-  })
-  const [topic, bucket] = positionals
-  if (topic === undefined || bucket === undefined) fail("usage: produce.ts <topic> <bucket> [--records N] [--partitions P] [--record-bytes B]", 2)
-  const int = (flag: string, text: string | undefined, fallback: number, min: number): number => {
-    const n = text === undefined ? fallback : Number(text)
-    return Number.isInteger(n) && n >= min ? n : fail(`${flag}: expected an integer ≥ ${min}, got ${text}`, 2)
+  /** A count flag: a whole number ≥ `min`, checked after reading. */
+  const count = (name: string, metavar: string, fallback: number, min: number, description: string) =>
+    Flag.Int(name).pipe(Flag.withMetavar(metavar), Flag.withDescription(`${description}, ≥ ${min} (default ${fallback})`), Flag.withDefault(fallback))
+  const command = CommandLine.script(
+    "produce",
+    {
+      topic: Argument.String("topic").pipe(Argument.withDescription("the topic to create and produce into")),
+      bucket: Argument.String("bucket").pipe(Argument.withDescription("the S3 bucket to create")),
+      records: count("records", "N", 200_000, 0, "records to produce, spread over the partitions"),
+      partitions: count("partitions", "P", 4, 1, "partitions of the topic"),
+      recordBytes: count("record-bytes", "B", 150, 64, "bytes of each record's value")
+    },
+    "Creates the bucket and the topic and produces a bounded number of records; prints every partition's end offset as one JSON line.\n\n" +
+      "  environment: SLUICE_KAFKA_BROKERS, SLUICE_S3_ENDPOINT, SLUICE_S3_ACCESS_KEY, SLUICE_S3_SECRET_KEY [, SLUICE_S3_REGION]",
+    { invocation: "node --conditions=@sluice/source examples/kafka-to-s3/produce.ts" }
+  )
+  /** A usage error: the message, a blank line and the help on stderr, exit 2. */
+  const usageError = (message: string): never => {
+    console.error(`${message}\n\n${command.help}`)
+    return process.exit(2)
+  }
+  const flags = (() => {
+    const line = command.read(process.argv.slice(2))
+    switch (line._tag) {
+      case "Help":
+        console.log(line.text)
+        return process.exit(0)
+      case "Completions":
+        console.log(line.script)
+        return process.exit(0)
+      case "Invalid":
+        return usageError(line.message)
+      case "Run":
+        return line.flags
+    }
+  })()
+  const { topic, bucket } = flags
+  const atLeast = (flag: string, n: number, min: number): number => (n >= min ? n : usageError(`produce: ${flag}: expected an integer ≥ ${min}, got ${n}`))
+  const options = {
+    records: atLeast("--records", flags.records, 0),
+    partitions: atLeast("--partitions", flags.partitions, 1),
+    recordBytes: atLeast("--record-bytes", flags.recordBytes, 64)
   }
   const env = (name: string): string => process.env[name]?.trim() || fail(`${name} is not set (source .services/*.env)`, 2)
   const services: Services = {
     brokers: env("SLUICE_KAFKA_BROKERS").split(",").map((b) => b.trim()),
     s3: { endpoint: env("SLUICE_S3_ENDPOINT"), region: process.env["SLUICE_S3_REGION"] ?? "us-east-1", accessKeyId: env("SLUICE_S3_ACCESS_KEY"), secretAccessKey: env("SLUICE_S3_SECRET_KEY") }
   }
-  const options = {
-    records: int("--records", values.records, 200_000, 0),
-    partitions: int("--partitions", values.partitions, 4, 1),
-    recordBytes: int("--record-bytes", values["record-bytes"], 150, 64)
-  }
   const started = Date.now()
-  createBucket(services, bucket ?? "")
-    .then(() => produce(services, topic ?? "", options))
+  createBucket(services, bucket)
+    .then(() => produce(services, topic, options))
     .then((ends) => {
       const seconds = (Date.now() - started) / 1000
       console.error(`produce: ${options.records} records of ${options.recordBytes} B into ${topic} (${options.partitions} partitions) in ${seconds.toFixed(1)} s; bucket ${bucket} ready`)

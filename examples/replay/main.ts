@@ -4,52 +4,81 @@
  * Replay.ts. Progress on stderr; with --json the last stdout line is the summary.
  * Exit codes: 0 the run finished, 1 it failed, 2 bad options.
  */
-import { parseArgs } from "node:util"
 import { createWriteStream, writeFileSync } from "node:fs"
 import { Plot, Trace } from "@sluice/testkit"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { Argument, Flag } from "effect/cli"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { replay, simScenario } from "./Replay.ts"
 
-const usage = "usage: npm run replay -- SCENARIO [--policy default] [--scale 1] [--record-bytes N] [--cell-seconds 2] [--oracle-repeats 3] [--oracle-cache DIR] [--trace F.csv] [--plot F.svg] [--signals F.jsonl] [--json] | SCENARIO [--scale X] [--record-bytes N] --write-sim F.json"
-let parsed
-try {
-  parsed = parseArgs({
-    args: process.argv.slice(2),
-    allowPositionals: true,
-    options: {
-      policy: { type: "string", default: "default" },
-      scale: { type: "string", default: "1" },
-      "cell-seconds": { type: "string", default: "2" },
-      "oracle-repeats": { type: "string", default: "3" },
-      "oracle-cache": { type: "string" },
-      "record-bytes": { type: "string" },
-      trace: { type: "string" },
-      plot: { type: "string" },
-      signals: { type: "string" },
-      "write-sim": { type: "string" },
-      json: { type: "boolean", default: false },
-      help: { type: "boolean", short: "h", default: false }
-    }
-  })
-} catch (error) {
-  process.stderr.write(`replay: ${error instanceof Error ? error.message : String(error)}\n${usage}\n`)
-  process.exit(2)
+const command = CommandLine.script(
+  "replay",
+  {
+    scenario: Argument.String("scenario").pipe(Argument.withDescription("the scenario file (JSON) to replay")),
+    policy: Flag.String("policy").pipe(
+      Flag.withMetavar("SPEC"),
+      Flag.withDescription("the policy, any spec sluice-sim accepts (default: default)"),
+      Flag.withDefault("default")
+    ),
+    scale: Flag.Finite("scale").pipe(
+      Flag.withMetavar("X"),
+      Flag.withDescription("multiplies the inflow and every per-request bandwidth by X, in (0, 1] (default 1)"),
+      Flag.withDefault(1)
+    ),
+    recordBytes: Flag.Int("record-bytes").pipe(
+      Flag.withMetavar("N"),
+      Flag.withDescription("carries the same bytes in records of N bytes, a whole number ≥ 16 (default: the scenario's)"),
+      Flag.optional
+    ),
+    cellSeconds: Flag.Finite("cell-seconds").pipe(
+      Flag.withMetavar("S"),
+      Flag.withDescription("seconds per cell of the measured oracle, in (0, 30] (default 2)"),
+      Flag.withDefault(2)
+    ),
+    oracleRepeats: Flag.Int("oracle-repeats").pipe(
+      Flag.withMetavar("N"),
+      Flag.withDescription("measurements of each phase's best cell, 1–10: their spread is in the summary (default 3)"),
+      Flag.withDefault(3)
+    ),
+    oracleCache: CommandLine.lastValue("oracle-cache", "DIR", "keeps measured oracles per store state, scale and grid, and reuses them"),
+    trace: CommandLine.lastValue("trace", "F.csv", "writes the run's trace, the simulator's columns (one row a second)"),
+    plot: CommandLine.lastValue("plot", "F.svg", "writes the run's plot"),
+    signals: CommandLine.lastValue("signals", "F.jsonl", "writes every signal the pipeline published, to replay through a policy offline"),
+    writeSim: CommandLine.lastValue("write-sim", "F.json", "runs nothing: writes the scenario as scaled (--scale, --record-bytes), for sluice-sim run"),
+    json: CommandLine.switchFlag("json", "the last stdout line is the summary")
+  },
+  "A scenario in real time through the real pipeline against the real S3 server behind toxiproxy and the store proxy. " +
+    "Progress on stderr. Exit 0 the run finished, 1 it failed, 2 bad options.",
+  { invocation: "npm run replay --" }
+)
+
+/** A usage error: the message, a blank line and the help on stderr, exit 2. */
+const usageError = (message: string): never => {
+  process.stderr.write(`${message}\n\n${command.help}\n`)
+  return process.exit(2)
 }
-const { values, positionals } = parsed
-if (values.help) {
-  process.stdout.write(`${usage}\n`)
-  process.exit(0)
+
+const values = (() => {
+  const line = command.read(process.argv.slice(2))
+  switch (line._tag) {
+    case "Help":
+      process.stdout.write(`${line.text}\n`)
+      return process.exit(0)
+    case "Completions":
+      process.stdout.write(`${line.script}\n`)
+      return process.exit(0)
+    case "Invalid":
+      return usageError(line.message)
+    case "Run":
+      return line.flags
+  }
+})()
+const { scenario, scale, cellSeconds, oracleRepeats } = values
+const recordBytes = Option.getOrUndefined(values.recordBytes)
+if (!(scale > 0 && scale <= 1) || !(cellSeconds > 0 && cellSeconds <= 30) || (recordBytes !== undefined && !(recordBytes >= 16)) || !(oracleRepeats >= 1 && oracleRepeats <= 10)) {
+  usageError("replay: one scenario file, --scale in (0, 1], --cell-seconds in (0, 30], --record-bytes a whole number ≥ 16, --oracle-repeats 1–10")
 }
-const scale = Number(values.scale)
-const cellSeconds = Number(values["cell-seconds"])
-const oracleRepeats = Number(values["oracle-repeats"])
-const recordBytes = values["record-bytes"] === undefined ? undefined : Number(values["record-bytes"])
-const [scenario] = positionals
-if (scenario === undefined || positionals.length > 1 || !(scale > 0 && scale <= 1) || !(cellSeconds > 0 && cellSeconds <= 30) || (recordBytes !== undefined && !(Number.isInteger(recordBytes) && recordBytes >= 16)) || !(Number.isInteger(oracleRepeats) && oracleRepeats >= 1 && oracleRepeats <= 10)) {
-  process.stderr.write(`replay: one scenario file, --scale in (0, 1], --cell-seconds in (0, 30], --record-bytes a whole number ≥ 16, --oracle-repeats 1–10\n${usage}\n`)
-  process.exit(2)
-}
-const writeSim = values["write-sim"]
+const writeSim = values.writeSim
 if (writeSim !== undefined) {
   // The simulator's side of the comparison: the scenario as this replay scales it, written for `sluice-sim run`.
   simScenario(scenario, scale, recordBytes).then(
@@ -79,7 +108,7 @@ replay({
   recordBytes,
   cellSeconds,
   oracleRepeats,
-  oracleCache: values["oracle-cache"],
+  oracleCache: values.oracleCache,
   s3: { endpoint: env("SLUICE_S3_ENDPOINT"), region: process.env["SLUICE_S3_REGION"] ?? "us-east-1", accessKeyId: env("SLUICE_S3_ACCESS_KEY"), secretAccessKey: env("SLUICE_S3_SECRET_KEY") },
   toxiproxy: env("SLUICE_TOXIPROXY_URL"),
   log,

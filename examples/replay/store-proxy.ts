@@ -17,17 +17,30 @@
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { parseArgs } from "node:util"
+import { Flag } from "effect/cli"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { Rng } from "@sluice/testkit"
 import * as StoreFaults from "./StoreFaults.ts"
 
-const { values } = parseArgs({ options: { upstream: { type: "string" }, seed: { type: "string", default: "1" }, port: { type: "string", default: "0" } } })
-const upstreamUrl = values.upstream
-const seed = Number(values.seed)
-if (upstreamUrl === undefined || !Number.isInteger(seed)) {
-  process.stderr.write("usage: store-proxy.ts --upstream http://127.0.0.1:PORT [--seed N] [--port 0]\n")
-  process.exit(2)
+const command = CommandLine.script(
+  "store-proxy",
+  {
+    upstream: Flag.String("upstream").pipe(Flag.withMetavar("URL"), Flag.withDescription("the S3 server to forward to, e.g. http://127.0.0.1:9000")),
+    seed: Flag.Int("seed").pipe(Flag.withMetavar("N"), Flag.withDescription("seed of the fault draws (default 1)"), Flag.withDefault(1)),
+    port: Flag.Int("port").pipe(Flag.withMetavar("PORT"), Flag.withDescription("port to listen on, on 127.0.0.1 (default 0: any free port)"), Flag.withDefault(0))
+  },
+  "The replay's store proxy: imposes the scenario's store faults and serving limit on the requests to the S3 server. " +
+    "Prints `listening http://127.0.0.1:PORT` once it listens; control: POST /__store/params, GET /__store/counters.",
+  { invocation: "node --conditions=@sluice/source examples/replay/store-proxy.ts" }
+)
+
+const line = command.read(process.argv.slice(2))
+if (line._tag !== "Run") {
+  if (line._tag === "Invalid") process.stderr.write(`${line.message}\n\n${command.help}\n`)
+  else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
+  process.exit(line._tag === "Invalid" ? 2 : 0)
 }
+const { upstream: upstreamUrl, seed, port } = line.flags
 const upstream = new URL(upstreamUrl)
 const agent = new Http.Agent({ keepAlive: true, maxSockets: 1024 })
 const rng = Rng.make(seed)
@@ -155,7 +168,7 @@ const server = Http.createServer((req, res) => {
   }
 })
 server.keepAliveTimeout = 5_000
-server.listen(Number(values.port), "127.0.0.1", () => {
+server.listen(port, "127.0.0.1", () => {
   process.stdout.write(`listening http://127.0.0.1:${(server.address() as AddressInfo).port}\n`)
 })
 const stop = () => {

@@ -12,6 +12,8 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Argument } from "effect/cli"
+import * as CommandLine from "@sluice/core/CommandLine"
 
 interface Phase {
   readonly from: number
@@ -60,11 +62,19 @@ const readSeeds = (file: string): Array<Summary> => {
   return out
 }
 
-const dir = process.argv[2]
-if (dir === undefined) {
-  process.stderr.write("usage: table.ts DIR\n")
-  process.exit(2)
+const command = CommandLine.script(
+  "sim-vs-real-table",
+  { dir: Argument.String("dir").pipe(Argument.withDescription("the folder of the summaries (NAME.POLICY.sim.json, NAME.POLICY.real.json, NAME.POLICY.sim-seeds.jsonl)")) },
+  "The sim-vs-real table: reads the summaries scripts/sim-vs-real.sh wrote to DIR, writes DIR/table.md (printed too) and DIR/index.html.",
+  { invocation: "node --conditions=@sluice/source examples/replay/table.ts" }
+)
+const line = command.read(process.argv.slice(2))
+if (line._tag !== "Run") {
+  if (line._tag === "Invalid") process.stderr.write(`${line.message}\n\n${command.help}\n`)
+  else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
+  process.exit(line._tag === "Invalid" ? 2 : 0)
 }
+const { dir } = line.flags
 const runs = [...new Set(readdirSync(dir).filter((n) => n.endsWith(".sim.json") || n.endsWith(".real.json")).map((n) => n.replace(/\.(sim|real)\.json$/, "")))].sort()
 const lines = [
   `| scenario | policy | phase (s) | | sim | sim, other seeds | real | difference | real within the seeds ± ${AGREEMENT} |`,

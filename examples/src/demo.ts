@@ -16,37 +16,55 @@
  * `aimd+throttle`, `fixed:16`, `./my-policy.js+throttle`).
  */
 import { fileURLToPath } from "node:url"
-import { parseArgs } from "node:util"
 import { Effect, Layer } from "effect"
+import { Flag } from "effect/cli"
 import { Batch, Fixed, Memory, Pipeline } from "@sluice/core"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { PolicySpec, Runner, Scenario } from "@sluice/testkit"
 import type { Trace } from "@sluice/testkit"
 import * as DemoReport from "./DemoReport.ts"
 
-const usage = "usage: npm start -- [--scenario <file.json>] [--policy <spec>] [--baseline <spec>] [--report <dir>] [--quiet]"
-const parse = () => parseArgs({
-  options: {
-    scenario: { type: "string", default: fileURLToPath(new URL("../../packages/policies/scenarios/wide-slowdown-10x.json", import.meta.url)) },
-    policy: { type: "string", default: "default" },
-    baseline: { type: "string", default: "fixed:8" },
-    report: { type: "string", default: `reports/demo-${new Date().toISOString().replace(/[:.]/g, "-")}` },
-    quiet: { type: "boolean", default: false },
-    help: { type: "boolean", default: false }
-  }
-})
+/** A flag naming a composition of policies: any spec `sluice-sim` accepts. */
+const spec = (name: string, fallback: string, description: string) =>
+  Flag.String(name).pipe(Flag.withMetavar("spec"), Flag.withDescription(`${description} (default: ${fallback})`), Flag.withDefault(fallback))
+
+const command = CommandLine.script(
+  "demo",
+  {
+    scenario: Flag.String("scenario").pipe(
+      Flag.withMetavar("file.json"),
+      Flag.withDescription("the scenario of the simulated runs (default: packages/policies/scenarios/wide-slowdown-10x.json)"),
+      Flag.withDefault(fileURLToPath(new URL("../../packages/policies/scenarios/wide-slowdown-10x.json", import.meta.url)))
+    ),
+    policy: spec("policy", "default", "the policies, any spec sluice-sim accepts"),
+    baseline: spec("baseline", "fixed:8", "what they are compared with, any spec sluice-sim accepts"),
+    report: Flag.String("report").pipe(
+      Flag.withMetavar("dir"),
+      Flag.withDescription("where the HTML report with both runs' plots goes (default: reports/demo-<time>)"),
+      Flag.withDefault(`reports/demo-${new Date().toISOString().replace(/[:.]/g, "-")}`)
+    ),
+    quiet: CommandLine.switchFlag("quiet", "no live progress lines")
+  },
+  "Archives records from an in-memory source into an in-memory store and proves every record landed once; " +
+    "then runs a simulated store with the baseline and with the policies, compares them, and writes an HTML report.",
+  { invocation: "npm start --" }
+)
 const options = (() => {
-  try {
-    return parse().values
-  } catch (error) {
-    // parseArgs names the unknown option or the missing value.
-    console.error(`${error instanceof Error ? error.message : String(error)}\n${usage}`)
-    return process.exit(2)
+  const line = command.read(process.argv.slice(2))
+  switch (line._tag) {
+    case "Help":
+      console.log(line.text)
+      return process.exit(0)
+    case "Completions":
+      console.log(line.script)
+      return process.exit(0)
+    case "Invalid":
+      console.error(`${line.message}\n\n${command.help}`)
+      return process.exit(2)
+    case "Run":
+      return line.flags
   }
 })()
-if (options.help) {
-  console.log(usage)
-  process.exit(0)
-}
 
 /**
  * A live progress line every 5 virtual seconds: virtual time, goodput vs the

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { merge, metricSum } from "../brokers/ArchiverChild.ts"
-import { parse, SCENARIOS, UsageError } from "../brokers/Options.ts"
+import { command, parse, SCENARIOS, UsageError } from "../brokers/Options.ts"
 import * as Report from "../brokers/Report.ts"
 import type { Outcome } from "../brokers/Scenarios.ts"
 import * as Verdict from "../brokers/Verdict.ts"
@@ -29,12 +29,12 @@ const failed = (v: Verdict.Verdict) => v.checks.filter((c) => !c.ok).map((c) => 
 
 describe("brokers options", () => {
   it("defaults to every scenario, 120 s of mTLS, 20 s phases", () => {
-    expect(parse([])).toEqual({ scenarios: [...SCENARIOS], durationSeconds: 120, phaseSeconds: 20, json: false, out: "reports", help: false })
+    expect(parse([])).toEqual({ _tag: "Run", options: { scenarios: [...SCENARIOS], durationSeconds: 120, phaseSeconds: 20, json: false, out: "reports" } })
   })
   it("keeps the named scenarios once each, in the canonical order", () => {
     expect(parse(["--scenario", "mtls-long", "--scenario", "producer-flood", "--scenario", "mtls-long", "--json"])).toMatchObject({
-      scenarios: ["producer-flood", "mtls-long"],
-      json: true
+      _tag: "Run",
+      options: { scenarios: ["producer-flood", "mtls-long"], json: true }
     })
   })
   it("rejects an unknown scenario, a bad duration and an unknown flag with a UsageError naming them", () => {
@@ -42,6 +42,19 @@ describe("brokers options", () => {
     expect(() => parse(["--duration", "5"])).toThrow(/--duration: expected a whole number of seconds in \[10, 3600\], got "5"/)
     expect(() => parse(["--phase-seconds", "2.5"])).toThrow(/--phase-seconds/)
     expect(() => parse(["--rate", "1"])).toThrow(UsageError)
+  })
+  it("refuses a typo'd flag in effect/cli's words, with its suggestion", () => {
+    expect(() => parse(["--scenaro", "mtls-long"])).toThrow(/^brokers: Unrecognized flag: --scenaro\b[\s\S]*--scenario/)
+  })
+  it("--help and -h give the help generated from the flags; --completions the shell's script", () => {
+    for (const flag of ["npm run brokers -- [flags]", "--scenario NAME", "--duration S", "--phase-seconds S", "--json", "--out DIR", "--help, -h", "--completions"]) {
+      expect(command.help, flag).toContain(flag)
+    }
+    expect(command.help).toContain("10..3600 (default 120)")
+    expect(parse(["--help"])).toEqual({ _tag: "Help", text: command.help })
+    expect(parse(["--duration", "5", "-h"])).toEqual({ _tag: "Help", text: command.help })
+    const completions = parse(["--completions", "bash"])
+    expect(completions._tag === "Completions" && completions.script).toContain("--phase-seconds")
   })
 })
 
