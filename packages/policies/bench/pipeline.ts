@@ -41,24 +41,54 @@ import * as V8 from "node:v8"
 import { crc32 } from "node:zlib"
 import { Batch, Config, Failure, ObjectKey, Pipeline, Record } from "@sluice/core"
 import type { Knob, Sink, Source } from "@sluice/core"
-import { Effect, Stream } from "effect"
+import * as CommandLine from "@sluice/core/CommandLine"
+import { Effect, Option, Stream } from "effect"
+import { Flag } from "effect/cli"
 import { AdaptiveBatch, Composition } from "../src/index.ts"
 
-const flag = (name: string): boolean => process.argv.includes(`--${name}`)
-const arg = (name: string, fallback: number): number => {
-  const i = process.argv.indexOf(`--${name}`)
-  const value = i >= 0 ? Number(process.argv[i + 1]) : fallback
-  if (!Number.isFinite(value) || value < 1) throw new Error(`--${name} needs a number ≥ 1`)
-  return value
+/** The command line: read with `effect/cli`, its help and completions generated. */
+const command = CommandLine.script("bench:pipeline", {
+  records: Flag.Finite("records").pipe(
+    Flag.withMetavar("n"),
+    Flag.withDefault(2_000_000),
+    Flag.withDescription("records through each side a round (default 2,000,000)")
+  ),
+  distinct: Flag.Finite("distinct").pipe(
+    Flag.withMetavar("n"),
+    Flag.withDefault(250_000),
+    Flag.withDescription("distinct records built up front and repeated at later offsets (default 250,000)")
+  ),
+  rounds: Flag.Finite("rounds").pipe(
+    Flag.withMetavar("n"),
+    Flag.withDefault(5),
+    Flag.withDescription("rounds, each running every side, the first side rotating; at least 3 (default 5)")
+  ),
+  only: Flag.Literals("only", ["sluice", "plain", "plain-pooled"]).pipe(
+    Flag.optional,
+    Flag.map(Option.getOrUndefined),
+    Flag.withDescription("run one side alone (to profile it); no ratio")
+  ),
+  json: CommandLine.switchFlag("json", "the only stdout line is one JSON object (the medians and ratios)")
+}, "Records/s of the pipeline with the default policies against a plain loop doing the same work, in one process.", {
+  invocation: "npm run bench:pipeline --"
+})
+
+/** The line's options, the counts checked (each a number ≥ 1), or why it is refused. */
+const readLine = (argv: ReadonlyArray<string>) => {
+  const line = command.read(argv)
+  if (line._tag !== "Run") return line
+  for (const name of ["records", "distinct", "rounds"] as const) {
+    if (line.flags[name] < 1) return { _tag: "Invalid" as const, message: `bench:pipeline: --${name} needs a number ≥ 1` }
+  }
+  return line
 }
-const json = flag("json")
-/** `--only sluice` or `--only plain`: one side alone (to profile it); no ratio. */
-const onlyAt = process.argv.indexOf("--only")
-const only = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
-if (only !== undefined && only !== "sluice" && only !== "plain" && only !== "plain-pooled") throw new Error("--only takes sluice, plain or plain-pooled")
-const totalRecords = arg("records", 2_000_000)
-const distinctRecords = arg("distinct", 250_000)
-const rounds = Math.max(3, arg("rounds", 5))
+
+const options = CommandLine.settle(readLine(process.argv.slice(2)), command.help)
+if (options === undefined) process.exit()
+const { json, only } = options
+const totalRecords = options.records
+const distinctRecords = options.distinct
+const rounds = Math.max(3, options.rounds)
 const concurrency = 8
 const partitions = 8
 const recordBytes = 150
