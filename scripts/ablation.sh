@@ -11,6 +11,12 @@
 # 5400). 200 scenarios × 10 variants take about 20 minutes on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One optional operand, the output folder; --help prints the comment above. A flag is not a folder.
+case "${1-}" in
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "ablation: unknown option $1 (npm run ablation [-- OUT_DIR]; --help)" >&2; exit 2 ;;
+esac
+if (( $# > 1 )); then echo "ablation: one output folder at most, got $# arguments (npm run ablation [-- OUT_DIR])" >&2; exit 2; fi
 out=${1:-reports/ablation}
 count=${SLUICE_ABLATION_COUNT:-200}
 seed=${SLUICE_ABLATION_SEED:-3}

@@ -6,7 +6,8 @@
 # those it started. Killed after SLUICE_CHAOS_TIMEOUT seconds (default 1800).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-case " $* " in *" --help "*) exec node_modules/.bin/node --conditions=@sluice/source examples/soak/chaos.ts --help ;; esac
+# The help and the completion script, before any service starts.
+case " $* " in *" --help "*|*" -h "*|*" --completions "*|*" --completions="*) exec node_modules/.bin/node --conditions=@sluice/source examples/soak/chaos.ts "$@" ;; esac
 . scripts/lib/services-for-run.sh
 . scripts/lib/run-source.sh
 services_for_run

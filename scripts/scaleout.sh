@@ -7,7 +7,8 @@
 # SLUICE_SCALEOUT_TIMEOUT seconds (default 1800).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-case " $* " in *" --help "*) exec node_modules/.bin/node --conditions=@sluice/source examples/soak/scaleout.ts --help ;; esac
+# The help and the completion script, before any service starts.
+case " $* " in *" --help "*|*" -h "*|*" --completions "*|*" --completions="*) exec node_modules/.bin/node --conditions=@sluice/source examples/soak/scaleout.ts "$@" ;; esac
 npx turbo run build --filter=@sluice/adapter-s3 --output-logs=errors-only >&2
 . scripts/lib/services-for-run.sh
 . scripts/lib/run-source.sh

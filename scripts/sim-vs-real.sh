@@ -15,6 +15,13 @@
 # about 45 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Operands only; --help prints the comment above. A flag is not a folder or a scenario.
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "sim-vs-real: unknown option $arg (npm run sim-vs-real [-- OUT_DIR [SCENARIO…]]; --help)" >&2; exit 2 ;;
+  esac
+done
 out=${1:-reports/sim-vs-real}
 shift || true
 scenarios=("$@")
