@@ -12,6 +12,8 @@ import {
   backlogTopic,
   brokers,
   closeClients,
+  produce,
+  sleep,
   waitFor,
   waitForSteady
 } from "./support.ts"
@@ -74,6 +76,44 @@ describe("bounded read-ahead", { timeout: 120_000 }, () => {
       expect(maxHeld).toBeLessThanOrEqual(prefetchBytes + BATCH_BYTES)
       expect(source.stats.records).toBe(partitions * 4000)
       expect(caughtUp.sort((a, b) => a[0] - b[0])).toEqual(Array.from({ length: partitions }, (_, p) => [p, 4000]))
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  })
+
+  it("what is produced while paused is a backlog: announced caught up once read after the resume, with when reading paused", async () => {
+    const topic = await backlogTopic("resume-caught-up", 1, { count: 500, recordBytes: RECORD_BYTES, perSend: PER_SEND })
+    const scope = Effect.runSync(Scope.make())
+    try {
+      const source = await Effect.runPromise(
+        KafkaSource.make({ brokers: brokers(), topic, mode: { kind: "assign" }, fetch: { maxWait: 100 } }).pipe(Scope.provide(scope))
+      )
+      const next = await puller(source, scope)
+      /** Takes events until a CaughtUp (each within 15 s); the offset read up to before it, and it. */
+      const untilCaughtUp = async () => {
+        let readTo = -1
+        for (let taken = 0; taken < 10_000; taken++) {
+          const event = await Promise.race([
+            next(),
+            sleep(15_000).then(() => Promise.reject(new Error(`no CaughtUp within 15 s of the last event (read to ${readTo})`)))
+          ])
+          if (event?._tag === "CaughtUp") return { readTo, event }
+          if (event?._tag === "RecordChunk") readTo = event.firstOffset + event.count
+        }
+        throw new Error("no CaughtUp")
+      }
+      const first = await untilCaughtUp()
+      expect(first).toEqual({ readTo: 500, event: { _tag: "CaughtUp", partition: 0, nextOffset: 500, pausedAt: undefined } })
+      const before = Date.now()
+      await Effect.runPromise(source.pause)
+      const after = Date.now()
+      await produce(topic, 1, { from: 500, count: 300, recordBytes: RECORD_BYTES, perSend: PER_SEND })
+      await Effect.runPromise(source.resume)
+      const second = await untilCaughtUp()
+      expect(second.readTo).toBe(800)
+      expect(second.event).toMatchObject({ _tag: "CaughtUp", partition: 0, nextOffset: 800 })
+      expect(second.event.pausedAt).toBeGreaterThanOrEqual(before)
+      expect(second.event.pausedAt).toBeLessThanOrEqual(after)
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }

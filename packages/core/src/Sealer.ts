@@ -22,6 +22,8 @@ interface OpenBatch {
   bytes: number
   charge: number
   gap: GapRecord | undefined
+  /** Holds the last records of a backlog, to seal (`caughtUp`) once the uploader is idle ({@link Sealer.sealCaughtUp}). */
+  caughtUp: boolean
 }
 
 /**
@@ -101,7 +103,8 @@ export class Sealer {
           records: 0,
           bytes: 0,
           charge: 0,
-          gap: this.pendingGaps.get(id)
+          gap: this.pendingGaps.get(id),
+          caughtUp: false
         }
         this.pendingGaps.delete(id)
         this.open.set(id, batch)
@@ -147,6 +150,24 @@ export class Sealer {
     const id = keyOf(source, partition)
     const batch = this.open.get(id)
     return batch === undefined ? [] : [this.seal(id, batch, reason, now)]
+  }
+
+  /**
+   * Marks the open batch of one partition as holding the last records of a
+   * backlog, for {@link sealCaughtUp}; nothing when it has none.
+   */
+  markCaughtUp(source: string, partition: number): void {
+    const batch = this.open.get(keyOf(source, partition))
+    if (batch !== undefined) batch.caughtUp = true
+  }
+
+  /** Seals the batches {@link markCaughtUp} marked (`caughtUp`). */
+  sealCaughtUp(now: number): Array<SealedBatch> {
+    const sealed: Array<SealedBatch> = []
+    for (const [id, batch] of this.open) {
+      if (batch.caughtUp) sealed.push(this.seal(id, batch, "caughtUp", now))
+    }
+    return sealed
   }
 
   /** Seals every open batch with `reason` (`pressure` or `drain`). */

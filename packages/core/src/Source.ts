@@ -69,12 +69,19 @@ export type CommitOutcome = void | CommitRefused
 
 /**
  * The source's reader of a partition has delivered every record that was in
- * the log when the partition was assigned (up to `nextOffset`, exclusive):
- * the backlog a restart or a new assignment starts from. Those records were
- * written before this run read them, so the pipeline seals the partition's
- * open batch at once (`caughtUp`) instead of waiting `maxAge` for more. A
- * source announces it at most once per assignment of a partition; one that
- * does not know leaves it out (the Kafka source announces it).
+ * the log when the partition was assigned, or when reading resumed after a
+ * pause (up to `nextOffset`, exclusive): the backlog a restart, a new
+ * assignment or a paused read gate (an outage of the store, memory full)
+ * leaves. Those records were written before this run read them, so the
+ * pipeline seals the partition's open batch at once (`caughtUp`) instead of
+ * waiting `maxAge` for more. After a pause, only when the backlog's oldest
+ * records are already older than `maxAge` (read now, they are more than a
+ * batch's age late): a short pause, as a read gate toggling at its memory
+ * budget makes, leaves the batch to its own age (sealing every partition at
+ * each resume made many small objects in a slow store). A source announces it
+ * at most once per assignment of a partition and once per resume that found
+ * the reader behind; one that does not know leaves it out (the Kafka source
+ * and the testkit's simulated source announce it).
  *
  * @since 0.5.0
  */
@@ -83,6 +90,12 @@ export interface CaughtUp {
   readonly partition: number
   /** The offset after the last record of the backlog. */
   readonly nextOffset: number
+  /**
+   * For a backlog a pause left, when reading paused (ms, the pipeline's
+   * clock): no record of it was read after then. Absent for the backlog of an
+   * assignment.
+   */
+  readonly pausedAt?: number | undefined
 }
 
 /**

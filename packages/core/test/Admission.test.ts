@@ -82,6 +82,61 @@ describe("Admission", () => {
       yield* Fiber.interrupt(fiber)
     }))
 
+  it.effect("a pause's CaughtUp seals only a backlog older than maxAge; a younger one waits for its age", () =>
+    Effect.gen(function*() {
+      // maxAge 5 s. Partition 0's backlog was held since 6 s ago (older than maxAge): sealed now.
+      // Partition 1's since 1 s ago (a short pause of a toggling read gate): left to its age.
+      const sink = Memory.sink()
+      const committed = new Map<number, number>()
+      const source: Source.Source = {
+        ...scripted([
+          Record.syntheticChunk("t", 0, 0, 100, 10),
+          Record.syntheticChunk("t", 1, 0, 100, 10),
+          { _tag: "CaughtUp", partition: 0, nextOffset: 100, pausedAt: -6_000 },
+          { _tag: "CaughtUp", partition: 1, nextOffset: 100, pausedAt: -1_000 }
+        ], Record.syntheticChunk("t", 2, 0, 1, 10)),
+        commit: (partition, nextOffset) => Effect.sync(() => void committed.set(partition, nextOffset))
+      }
+      const fiber = yield* Effect.forkChild(Pipeline.run({ source, sink, config: { batch: { records: 10_000, maxAge: "5 seconds" } } }))
+      yield* TestClock.adjust(1_000)
+      expect(committed.get(0)).toBe(100)
+      expect(committed.get(1)).toBeUndefined()
+      yield* TestClock.adjust(5_000)
+      expect(committed.get(1)).toBe(100)
+      expect([...sink.manifests.values()].map((m) => [m.partition, m.sealReason])).toEqual([[0, "caughtUp"], [1, "age"], [2, "age"]])
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("a pause's CaughtUp while uploads wait is sealed when the uploader idles, not maxAge later", () =>
+    Effect.gen(function*() {
+      // One upload at a time, each request taking 2 s (put, manifest and verify: ~6 s a batch). Partition 1's
+      // full batch is queued when partition 0's backlog (held since 70 s ago, past maxAge) is caught up:
+      // sealing it then would only queue a small object behind it; it is sealed once the uploader idles
+      // (~6 s), long before the 60 s maxAge.
+      const sink = Memory.sink({ latencyMillis: () => 2_000 })
+      const committed = new Map<number, number>()
+      const source: Source.Source = {
+        ...scripted([
+          Record.syntheticChunk("t", 1, 0, 100, 10),
+          Record.syntheticChunk("t", 0, 0, 50, 10),
+          { _tag: "CaughtUp", partition: 0, nextOffset: 50, pausedAt: -70_000 }
+        ], Record.syntheticChunk("t", 2, 0, 1, 10)),
+        commit: (partition, nextOffset) => Effect.sync(() => void committed.set(partition, nextOffset))
+      }
+      const scope = yield* Scope.make()
+      const handle = yield* Pipeline.start({ source, sink, config: { concurrency: 1, batch: { records: 100, maxAge: "60 seconds" } } }).pipe(
+        Scope.provide(scope)
+      )
+      yield* TestClock.adjust(5_000)
+      const whileBusy = handle.stats().batchesSealed
+      yield* TestClock.adjust(15_000)
+      const after = { sealed: handle.stats().batchesSealed, zero: committed.get(0), one: committed.get(1) }
+      yield* Scope.close(scope, Exit.void)
+      expect(whileBusy).toBe(1) // partition 1's; partition 0's still open, marked
+      expect(after).toEqual({ sealed: 2, zero: 50, one: 100 })
+      expect([...sink.manifests.values()].map((m) => [m.partition, m.sealReason])).toEqual([[1, "records"], [0, "caughtUp"]])
+    }))
+
   it.effect("a revoke is processed while a chunk waits for budget: the waiting chunk of the revoked partition is skipped", () =>
     Effect.gen(function*() {
       const acked = yield* Deferred.make<void>()

@@ -19,6 +19,11 @@
  *   start, it emits a core `RetentionGap` and jumps to the log start: those
  *   records are counted as lost.
  * - `pause` stops fetching (lag grows); `resume` restarts it.
+ * - As the Kafka source does, a consumer announces `Source.CaughtUp` for a
+ *   partition once it has delivered the backlog it started behind (the log end
+ *   of time 0, when it started behind it) and, after a resume that found it
+ *   behind, the log end at the resume, with when reading paused (one still
+ *   pending keeps its earlier end).
  *
  * @since 0.1.0
  */
@@ -205,6 +210,9 @@ export const make = (params: SourceParams): SimLog => {
   return log
 }
 
+/** What a consumer's stream carries. */
+type SimEvent = Record.RecordChunk | Source.RetentionGap | Source.CaughtUp
+
 const makeConsumer = (log: SimLog, partitions: ReadonlyArray<number>): SimConsumer => {
   const { params } = log
   const maxRecords = Math.max(1, Math.floor(params.fetchMaxBytes / Math.max(1, params.recordBytes)))
@@ -215,19 +223,24 @@ const makeConsumer = (log: SimLog, partitions: ReadonlyArray<number>): SimConsum
   let lost = 0
   let paused = false
   let nextFetchAt = 0
+  /** Per partition, the end of the backlog to announce once delivered (`Source.CaughtUp`), and when reading paused if a pause left it. */
+  const backlogEnds = new Map<number, { readonly end: number; readonly pausedAt: number | undefined }>()
+  let pausedAt = 0
   // auto.offset.reset = earliest: start at the log start of time 0 (consumers
   // are made when the simulation starts).
   const from = log.startOffset(0)
+  const startEnd = log.endOffset(0)
   for (const p of partitions) {
     positions.set(p, from)
     startPositions.set(p, from)
+    if (from < startEnd) backlogEnds.set(p, { end: startEnd, pausedAt: undefined })
   }
 
   /** One fetch at `now`: a retention gap and a chunk per partition, as needed. */
-  const fetch = (now: number): { readonly events: Array<Record.RecordChunk | Source.RetentionGap>; readonly behind: boolean } => {
+  const fetch = (now: number): { readonly events: Array<SimEvent>; readonly behind: boolean } => {
     const end = log.endOffset(now)
     const logStart = log.startOffset(now)
-    const events: Array<Record.RecordChunk | Source.RetentionGap> = []
+    const events: Array<SimEvent> = []
     let behind = false
     for (const p of partitions) {
       let pos = positions.get(p) ?? 0
@@ -242,13 +255,18 @@ const makeConsumer = (log: SimLog, partitions: ReadonlyArray<number>): SimConsum
         events.push(Record.syntheticChunk(params.name, p, pos, count, params.recordBytes, now))
         pos += count
       }
+      const backlog = backlogEnds.get(p)
+      if (backlog !== undefined && pos >= backlog.end) {
+        events.push({ _tag: "CaughtUp", partition: p, nextOffset: backlog.end, pausedAt: backlog.pausedAt })
+        backlogEnds.delete(p)
+      }
       if (pos < end) behind = true
       positions.set(p, pos)
     }
     return { events, behind }
   }
 
-  const pull: Effect.Effect<Array<Record.RecordChunk | Source.RetentionGap>> = Effect.gen(function*() {
+  const pull: Effect.Effect<Array<SimEvent>> = Effect.gen(function*() {
     while (true) {
       const now = yield* Clock.currentTimeMillis
       if (paused) {
@@ -276,11 +294,17 @@ const makeConsumer = (log: SimLog, partitions: ReadonlyArray<number>): SimConsum
       Effect.sync(() => {
         committed.set(partition, nextOffset)
       }),
-    pause: Effect.sync(() => {
+    pause: Effect.map(Clock.currentTimeMillis, (now) => {
+      if (!paused) pausedAt = now
       paused = true
     }),
-    resume: Effect.sync(() => {
+    resume: Effect.map(Clock.currentTimeMillis, (now) => {
+      if (!paused) return
       paused = false
+      const end = log.endOffset(now)
+      for (const p of partitions) {
+        if (!backlogEnds.has(p) && (positions.get(p) ?? end) < end) backlogEnds.set(p, { end, pausedAt })
+      }
     }),
     lag: Effect.map(Clock.currentTimeMillis, (now) => {
       const end = log.endOffset(now)

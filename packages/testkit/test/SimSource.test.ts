@@ -78,4 +78,36 @@ describe("SimSource", () => {
       const events = yield* collect(log.consumer([0]), 1)
       expect(chunks(events).map((c) => c.count)).toEqual([10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000])
     }))
+
+  it.effect("announces CaughtUp once, after the last chunk of the backlog it started behind", () =>
+    Effect.gen(function*() {
+      const log = SimSource.make(params({ recordsPerSecond: 0, partitions: 1, backlogRecords: 30_000, fetchMaxBytes: 1_000_000 }))
+      const events = yield* collect(log.consumer([0]), 1_000)
+      expect(events.map((e) => e._tag)).toEqual(["RecordChunk", "RecordChunk", "RecordChunk", "CaughtUp"])
+      expect(events[3]).toEqual({ _tag: "CaughtUp", partition: 0, nextOffset: 30_000, pausedAt: undefined })
+    }))
+
+  it.effect("after a resume that found it behind, announces CaughtUp at the log end of the resume, with when reading paused", () =>
+    Effect.gen(function*() {
+      const log = SimSource.make(params()) // 5 000 records/s a partition, nothing behind at the start
+      const consumer = log.consumer([0, 1])
+      const live = yield* collect(consumer, 500)
+      expect(live.filter((e) => e._tag === "CaughtUp")).toEqual([])
+      yield* consumer.pause // at 500 ms
+      yield* collect(consumer, 1_000)
+      yield* consumer.resume // at 1 500 ms: each partition's log end is 7 500
+      const after = yield* collect(consumer, 100)
+      const caughtUp = after.filter((e) => e._tag === "CaughtUp")
+      expect(caughtUp).toEqual([
+        { _tag: "CaughtUp", partition: 0, nextOffset: 7_500, pausedAt: 500 },
+        { _tag: "CaughtUp", partition: 1, nextOffset: 7_500, pausedAt: 500 }
+      ])
+      // Each after the chunk that reached it.
+      const at = after.findIndex((e) => e._tag === "CaughtUp")
+      expect(after.slice(0, at).some((e) => e._tag === "RecordChunk" && e.partition === 0 && e.firstOffset + e.count >= 7_500)).toBe(true)
+      // A resume without a pause announces nothing.
+      yield* consumer.resume
+      const more = yield* collect(consumer, 500)
+      expect(more.filter((e) => e._tag === "CaughtUp")).toEqual([])
+    }))
 })

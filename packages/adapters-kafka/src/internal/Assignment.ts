@@ -11,7 +11,7 @@
 import { Source } from "@sluice/core"
 import { Clock, Deferred, Effect } from "effect"
 import { attempt, committedOffsets } from "./client.ts"
-import { ASSIGNED } from "./Context.ts"
+import { UNPLACED } from "./Context.ts"
 import type { Context } from "./Context.ts"
 import type { EventBuffer } from "./EventBuffer.ts"
 import type { Membership } from "./Membership.ts"
@@ -37,7 +37,8 @@ export const assign = (
         hwAt: 0,
         checkStart: true,
         endAt: -1,
-        backlogEnd: ASSIGNED
+        backlogEnd: UNPLACED,
+        backlogPausedAt: undefined
       })
       membership.owned.add(p)
     }

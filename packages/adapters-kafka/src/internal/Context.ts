@@ -11,8 +11,12 @@ import type { KafkaConfig } from "../KafkaConfig.ts"
 import type { Recorder } from "../KafkaStats.ts"
 import type { KafkaConsumer } from "./client.ts"
 
-/** `PartitionState.backlogEnd` of a partition assigned and not yet placed against its log bounds. */
-export const ASSIGNED = -2
+/**
+ * `PartitionState.backlogEnd` of a partition whose backlog is to be measured
+ * when it is next placed against its log bounds: after its assignment, and
+ * after a resume of the read gate.
+ */
+export const UNPLACED = -2
 
 /** The read state of one owned partition. */
 export interface PartitionState {
@@ -26,12 +30,14 @@ export interface PartitionState {
   /** `until: "caught-up"`: the end offset seen at assignment; -1 until known. */
   endAt: number
   /**
-   * The log end seen when the partition was placed after its assignment, while
-   * the reader is behind it: `Source.CaughtUp` is announced once `next` reaches
-   * it. `ASSIGNED` until placed; -1 once announced, or when there was nothing
-   * behind.
+   * The log end seen when the partition was placed after its assignment or
+   * after a resume of the read gate, while the reader is behind it:
+   * `Source.CaughtUp` is announced once `next` reaches it. `UNPLACED` until
+   * placed; -1 once announced, or when there was nothing behind.
    */
   backlogEnd: number
+  /** When reading paused, for a backlog a resume measures (`Source.CaughtUp.pausedAt`); undefined after an assignment. */
+  backlogPausedAt: number | undefined
 }
 
 /**

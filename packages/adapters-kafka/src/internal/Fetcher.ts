@@ -167,8 +167,9 @@ const withCaughtUp = (ctx: Context, chunks: ReadonlyArray<Record.RecordChunk>): 
   const events: Array<Source.SourceEvent> = [...chunks]
   for (const s of ctx.parts.values()) {
     if (s.backlogEnd < 0 || s.next < s.backlogEnd) continue
-    events.push({ _tag: "CaughtUp", partition: s.partition, nextOffset: s.backlogEnd })
+    events.push({ _tag: "CaughtUp", partition: s.partition, nextOffset: s.backlogEnd, pausedAt: s.backlogPausedAt })
     s.backlogEnd = -1
+    s.backlogPausedAt = undefined
   }
   return events
 }

@@ -12,7 +12,7 @@ import { Source } from "@sluice/core"
 import { Clock, Effect } from "effect"
 import * as RetentionGap from "../RetentionGap.ts"
 import { listOffsets } from "./client.ts"
-import { ASSIGNED } from "./Context.ts"
+import { UNPLACED } from "./Context.ts"
 import type { Context, PartitionState } from "./Context.ts"
 import type { EventBuffer } from "./EventBuffer.ts"
 
@@ -88,7 +88,7 @@ const place = (
         })
     }
     if (ctx.config.until === "caught-up" && s.endAt < 0) s.endAt = logEnd
-    if (s.backlogEnd === ASSIGNED) s.backlogEnd = s.next >= 0 && s.next < logEnd ? logEnd : -1
+    if (s.backlogEnd === UNPLACED) s.backlogEnd = s.next >= 0 && s.next < logEnd ? logEnd : -1
     s.checkStart = false
   })
 

@@ -1,7 +1,8 @@
 /**
  * The read gate and lag: `pause` stops new fetches (a fetch in flight still
  * delivers), `resume` restarts them after re-checking every position against
- * the log start (retention may have moved it meanwhile); `lag` is the records
+ * the log start (retention may have moved it meanwhile) and marks what was
+ * produced meanwhile as a backlog (`Source.CaughtUp` once read); `lag` is the records
  * between each owned partition's read position and its high watermark,
  * refreshed with one ListOffsets when older than `lagRefresh`.
  *
@@ -10,7 +11,7 @@
 import type { Source } from "@sluice/core"
 import { Clock, Effect } from "effect"
 import { listOffsets } from "./client.ts"
-import type { Context } from "./Context.ts"
+import { type Context, UNPLACED } from "./Context.ts"
 
 /** The gate and lag of a source. */
 export interface ReadGate {
@@ -24,11 +25,14 @@ export interface ReadGate {
 /** Builds the read gate of a source. */
 export const make = (ctx: Context): ReadGate => {
   const pauses = ctx.stats.counters.pauses
+  /** When the gate last closed (the pipeline's clock). */
+  let pausedAt = 0
 
   const pause = Effect.flatMap(Clock.currentTimeMillis, (at) =>
     Effect.sync(() => {
       if (!pauses.paused) {
         pauses.count++
+        pausedAt = at
         ctx.stats.record({ _tag: "Paused", at })
       }
       pauses.paused = true
@@ -39,8 +43,16 @@ export const make = (ctx: Context): ReadGate => {
       if (pauses.paused) {
         pauses.paused = false
         ctx.stats.record({ _tag: "Resumed", at })
-        // Retention may have moved the log start while we were not reading.
-        for (const s of ctx.parts.values()) s.checkStart = true
+        for (const s of ctx.parts.values()) {
+          // Retention may have moved the log start while we were not reading.
+          s.checkStart = true
+          // What was produced while paused is a backlog, as at an assignment: announced once read
+          // (one still pending keeps its earlier end).
+          if (s.backlogEnd === -1) {
+            s.backlogEnd = UNPLACED
+            s.backlogPausedAt = pausedAt
+          }
+        }
       }
       ctx.wakeup.wake()
     }))

@@ -51,7 +51,7 @@ import type { Sealer } from "../Sealer.ts"
 import type { Signal } from "../Signal.ts"
 import type { CaughtUp, PartitionsRevoked, RetentionGap, Source, SourceError, SourceEvent } from "../Source.ts"
 import * as MemoryBudget from "./MemoryBudget.ts"
-import type { PipelineStats } from "./Stats.ts"
+import { type PipelineStats, uploaderIdle } from "./Stats.ts"
 
 /**
  * What admission needs from the pipeline.
@@ -365,10 +365,29 @@ const onGap = (reader: Reader, gap: RetentionGap) =>
     yield* submit
   }).pipe(Effect.uninterruptible)
 
-/** The partition's backlog is read: its open batch is sealed now (`caughtUp`), not `maxAge` after it opened. */
+/**
+ * The partition's backlog is read: its open batch is sealed now (`caughtUp`),
+ * not `maxAge` after it opened. For the backlog of a pause, only once its
+ * oldest records are older than `maxAge` (`Source.CaughtUp`), and not while
+ * sealed batches wait for the uploader: the batch is marked instead, and the
+ * ticker seals it when the uploader is idle (`Stats.uploaderIdle`). In the
+ * family's slow phases, sealing every partition while the uploads were the
+ * bottleneck made more, smaller objects (train set: a `slower` scenario's slow
+ * phase 0.848 → 0.804 of the oracle; with the wait, 0.853).
+ */
 const onCaughtUp = (reader: Reader, event: CaughtUp) =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    reader.deps.sealed(reader.deps.sealer.sealPartition(reader.deps.source.name, event.partition, "caughtUp", now), now)).pipe(Effect.uninterruptible)
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const { knobs, sealed, sealer, source, stats } = reader.deps
+    if (event.pausedAt !== undefined) {
+      const values = knobs.current()
+      if (now - event.pausedAt < values.batchTarget.maxAgeMillis) return Effect.void
+      if (!uploaderIdle(stats, values.concurrency)) {
+        sealer.markCaughtUp(source.name, event.partition)
+        return Effect.void
+      }
+    }
+    return sealed(sealer.sealPartition(source.name, event.partition, "caughtUp", now), now)
+  }).pipe(Effect.uninterruptible)
 
 const onRevoke = (reader: Reader, event: PartitionsRevoked) =>
   Effect.gen(function*() {

@@ -46,6 +46,14 @@ export interface PipelineStats {
   /** Uploader: sealed batches waiting for a permit, a retry or their partition's commit. */
   queued: number
   /**
+   * Uploader: sealed batches handed to it and not yet verified (and
+   * committed) or abandoned: queued, waiting out a retry, held for their
+   * partition's commit, or uploading.
+   *
+   * @since 0.5.0
+   */
+  batchesOutstanding: number
+  /**
    * Admission: bytes charged to the memory budget now — payload plus the
    * per-record overhead (see `MemoryBudget`) of open, sealed and uploading
    * batches. Never above the budget by more than one chunk.
@@ -127,6 +135,7 @@ export const make = (readGate: ReadGate): PipelineStats => ({
   batchesSealed: 0,
   uploading: 0,
   queued: 0,
+  batchesOutstanding: 0,
   inflightBytes: 0,
   maxInflightBytes: 0,
   openBytes: 0,
@@ -147,3 +156,14 @@ export const make = (readGate: ReadGate): PipelineStats => ({
   partitionsHeld: 0,
   runningUploads: new Set()
 })
+
+/**
+ * Whether a batch sealed now would find a permit free: fewer batches are
+ * outstanding (queued, retrying, held or uploading) than the concurrency
+ * knob's value. Counted from what the uploader was handed, not from
+ * `queued` and `uploading`: a batch between the queue and its permit is in
+ * neither.
+ *
+ * @since 0.5.0
+ */
+export const uploaderIdle = (stats: PipelineStats, concurrency: number): boolean => stats.batchesOutstanding < concurrency

@@ -1,8 +1,9 @@
 /**
  * The ticker: the pipeline's clock-driven work, once per `tick`.
  *
- * On every tick it seals the open batches that reached `maxAge` (`age`),
- * records the gauges (in-flight, limits, batch target, source lag, age of the
+ * On every tick it seals the open batches that reached `maxAge` (`age`) and,
+ * when the uploader is idle, those holding a backlog's last records
+ * (`caughtUp`, marked by admission), records the gauges (in-flight, limits, batch target, source lag, age of the
  * oldest uncommitted batch) and publishes `Lag`, `Inflight` and `Tick` signals.
  *
  * Source lag is **polled in its own fiber**, never inline: a slow or stuck
@@ -10,7 +11,7 @@
  * signals the policies step on. Each tick publishes the latest lag known.
  *
  * It owns: the tick loop and the lag poller. It may touch: the sealer (age
- * seals, handed on through a callback), `source.lag`, the metrics; it reads
+ * and caught-up seals, handed on through a callback), `source.lag`, the metrics; it reads
  * the stats and the knobs.
  *
  * @since 0.2.0
@@ -24,7 +25,7 @@ import type { Instruments } from "../Metrics.ts"
 import type { Sealer } from "../Sealer.ts"
 import type { RunningUpload, Signal } from "../Signal.ts"
 import type { Source } from "../Source.ts"
-import type { PipelineStats } from "./Stats.ts"
+import { type PipelineStats, uploaderIdle } from "./Stats.ts"
 
 /**
  * What the ticker needs from the pipeline.
@@ -137,6 +138,8 @@ const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>, reported: Repo
     const now = yield* Clock.currentTimeMillis
     const values = deps.knobs.current()
     yield* deps.sealed(deps.sealer.sealExpired(now, values.batchTarget.maxAgeMillis), now)
+    // A backlog's last records (Admission's caught-up wait) go as soon as the uploader is idle.
+    if (uploaderIdle(stats, values.concurrency)) yield* deps.sealed(deps.sealer.sealCaughtUp(now), now)
     deps.refresh(now)
     const totalLag = recordLag(metrics, lag)
     metrics.inflightBatches.add(stats.uploading - reported.batches)

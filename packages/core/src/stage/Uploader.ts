@@ -248,11 +248,10 @@ export interface Uploader {
  */
 export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
   Effect.map(Queue.unbounded<UploadState | typeof RETRY>(), (queue) => {
-    let outstanding = 0
     const { stats } = deps
     const parked = new Parked()
     // Retries due, and batches taken from the queue behind them (each bounded by the
-    // batches outstanding, which the memory budget bounds).
+    // batches outstanding, `stats.batchesOutstanding`, which the memory budget bounds).
     const retries: Array<UploadState> = []
     const waiting: Array<UploadState> = []
     // The store answered: when a batch last verified (Clock ms), and a signal the
@@ -282,14 +281,14 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
         yield* unpark(batch)
         // Only now: with an asynchronous source commit, counting the batch done
         // before its commit lets the run complete (and close) mid-commit.
-        outstanding--
+        stats.batchesOutstanding--
         yield* deps.settled
       })
 
     const abandon = (batch: SealedBatch) =>
       Effect.gen(function*() {
         Batch.releaseBody(batch)
-        outstanding--
+        stats.batchesOutstanding--
         yield* deps.release(batch)
         yield* deps.settled
       })
@@ -360,12 +359,12 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
       submit: (batches) =>
         Effect.suspend(() => {
           if (batches.length === 0) return Effect.void
-          outstanding += batches.length
+          stats.batchesOutstanding += batches.length
           stats.queued += batches.length
           return Queue.offerAll(queue, batches.map(initial))
         }),
       dispatcher,
-      outstanding: () => outstanding,
+      outstanding: () => stats.batchesOutstanding,
       forget: (source, partitions) =>
         Effect.suspend(() => {
           const held = parked.takePartitions(source, partitions)
