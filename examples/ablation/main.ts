@@ -31,32 +31,19 @@ const command = CommandLine.script(
   { invocation: "node --conditions=@sluice/source examples/ablation/main.ts" }
 )
 
-/** A usage error: the message, a blank line and the help on stderr, exit 2. */
-const usageError = (message: string): never => {
-  process.stderr.write(`${message}\n\n${command.help}\n`)
-  return process.exit(2)
-}
-
-const { dir, variants, out } = (() => {
+/** The line read, the variants it names checked against the ablations. */
+const line = (() => {
   const line = command.read(process.argv.slice(2))
-  switch (line._tag) {
-    case "Help":
-      process.stdout.write(`${line.text}\n`)
-      return process.exit(0)
-    case "Completions":
-      process.stdout.write(`${line.script}\n`)
-      return process.exit(0)
-    case "Invalid":
-      return usageError(line.message)
-    case "Run":
-      return line.flags
-  }
+  if (line._tag !== "Run") return line
+  const names = line.flags.variants.split(",").filter((n) => n !== "")
+  const unknown = names.filter((n) => byName(n) === undefined)
+  return names.length > 0 && unknown.length === 0
+    ? { _tag: "Run" as const, flags: { ...line.flags, names } }
+    : { _tag: "Invalid" as const, message: `ablation: ${unknown.length > 0 ? `unknown variant(s) ${unknown.join(", ")}; ` : ""}one scenario directory, --variants and --out` }
 })()
-const names = variants.split(",").filter((n) => n !== "")
-const unknown = names.filter((n) => byName(n) === undefined)
-if (names.length === 0 || unknown.length > 0) {
-  usageError(`ablation: ${unknown.length > 0 ? `unknown variant(s) ${unknown.join(", ")}; ` : ""}one scenario directory, --variants and --out`)
-}
+const flags = CommandLine.settle(line, command.help)
+if (flags === undefined) process.exit()
+const { dir, names, out } = flags
 const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort()
 writeFileSync(out, "")
 

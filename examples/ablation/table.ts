@@ -40,13 +40,9 @@ const command = CommandLine.script(
   "The ablation table: reads the runs scripts/ablation.sh wrote to DIR, writes DIR/table.md (printed too): per variant, what switching its rule off costs, and the verdict.",
   { invocation: "node --conditions=@sluice/source examples/ablation/table.ts" }
 )
-const line = command.read(process.argv.slice(2))
-if (line._tag !== "Run") {
-  if (line._tag === "Invalid") process.stderr.write(`${line.message}\n\n${command.help}\n`)
-  else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
-  process.exit(line._tag === "Invalid" ? 2 : 0)
-}
-const { dir } = line.flags
+const flags = CommandLine.settle(command.read(process.argv.slice(2)), command.help)
+if (flags === undefined) process.exit()
+const { dir } = flags
 const read = (prefix: string): Array<Run> =>
   readdirSync(dir)
     .filter((f) => f.startsWith(prefix) && f.endsWith(".jsonl"))

@@ -52,30 +52,6 @@ export const readLine = <F, A>(
   return Result.isSuccess(checked) ? { _tag: "Run", flags: checked.success } : { _tag: "Invalid", message: checked.failure }
 }
 
-/** Exit status of a wrong command line (as `effect/cli` and the Sluice CLIs give it). */
-export const USAGE_EXIT = 2
-
-/**
- * Acts on what a command line asks for: the help or the completion script
- * on stdout (exit 0), a wrong line's message, a blank line and the help on
- * stderr (exit {@link USAGE_EXIT}); otherwise `run` with the options.
- */
-export const dispatch = <A>(help: string, line: CommandLine.ScriptLine<A>, run: (options: A) => void): void => {
-  switch (line._tag) {
-    case "Run":
-      return run(line.flags)
-    case "Help":
-      process.stdout.write(`${line.text}\n`)
-      return
-    case "Completions":
-      process.stdout.write(line.script.endsWith("\n") ? line.script : `${line.script}\n`)
-      return
-    case "Invalid":
-      process.stderr.write(`${line.message}\n\n${help}\n`)
-      process.exitCode = USAGE_EXIT
-  }
-}
-
 /** The median (the mean of the middle two for an even count; 0 for none). */
 export const median = (xs: ReadonlyArray<number>): number => {
   const s = [...xs].sort((a, b) => a - b)

@@ -51,7 +51,7 @@ import { Option, Result as Outcome } from "effect"
 import { Flag } from "effect/cli"
 import * as Archive from "./archive.ts"
 import * as Ceiling from "./ceiling.ts"
-import { countFlag, dispatch, k, mb, median, pct, readLine, round3, sec } from "./cli.ts"
+import { countFlag, k, mb, median, pct, readLine, round3, sec } from "./cli.ts"
 import type { Job, Result } from "./contender.ts"
 import { RESULT } from "./contender.ts"
 import * as Plain from "./plain.ts"
@@ -354,11 +354,12 @@ const runChild = ({ role, job: text }: Child): void => {
 }
 
 if (import.meta.main) {
-  dispatch(command.help, decode(process.argv.slice(2)), (options) => {
-    if (options._tag === "Child") return runChild(options)
+  const options = CommandLine.settle(decode(process.argv.slice(2)), command.help)
+  if (options?._tag === "Child") runChild(options)
+  else if (options !== undefined) {
     main(options).catch((error: unknown) => {
       console.error("bench:e2e FAILED:", error instanceof Error ? error.message : error)
       process.exitCode = 1
     })
-  })
+  }
 }

@@ -62,7 +62,7 @@ import { Admin } from "@platformatic/kafka"
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Data, Option, Result } from "effect"
 import * as Archive from "./archive.ts"
-import { countFlag, dispatch, k, mb, median, readLine, round3, sec } from "./cli.ts"
+import { countFlag, k, mb, median, readLine, round3, sec } from "./cli.ts"
 import type { Job } from "./contender.ts"
 import { RESULT } from "./contender.ts"
 import * as PeerArchive from "./peer-archive.ts"
@@ -409,7 +409,8 @@ const delta = (after: number | undefined, before: number | undefined): number | 
 // --- entry ------------------------------------------------------------------
 
 if (import.meta.main) {
-  dispatch(command.help, decode(process.argv.slice(2)), (options) => {
+  const options = CommandLine.settle(decode(process.argv.slice(2)), command.help)
+  if (options !== undefined) {
     // Stopped from outside (run_source's bound, Ctrl-C): the archivers go too.
     for (const signal of ["SIGINT", "SIGTERM"] as const) {
       process.once(signal, () => {
@@ -424,5 +425,5 @@ if (import.meta.main) {
       console.error("bench:peer FAILED:", error instanceof Error ? error.message : error)
       process.exitCode = 1
     })
-  })
+  }
 }

@@ -25,7 +25,7 @@ import { readFileSync } from "node:fs"
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Result } from "effect"
 import { Argument, Flag } from "effect/cli"
-import { dispatch, readLine } from "./cli.ts"
+import { readLine } from "./cli.ts"
 
 /** The stages, in the order the table lists them. */
 export const stages = [
@@ -147,7 +147,8 @@ export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<{ re
     flags.records > 0 ? Result.succeed(flags) : Result.fail("usage: node examples/bench/stages.ts PROFILE.cpuprofile --records N"))
 
 if (import.meta.main) {
-  dispatch(command.help, decode(process.argv.slice(2)), ({ profile, records }) => {
-    process.stdout.write(`${table(JSON.parse(readFileSync(profile, "utf8")) as Profile, records)}\n`)
-  })
+  const options = CommandLine.settle(decode(process.argv.slice(2)), command.help)
+  if (options !== undefined) {
+    process.stdout.write(`${table(JSON.parse(readFileSync(options.profile, "utf8")) as Profile, options.records)}\n`)
+  }
 }

@@ -9,6 +9,7 @@
  * usage error). With `--json` the last stdout line is `result.json`'s object.
  */
 import { performance } from "node:perf_hooks"
+import * as CommandLine from "@sluice/core/CommandLine"
 import * as Cluster from "./Cluster.ts"
 import * as Options from "./Options.ts"
 import * as Report from "./Report.ts"
@@ -16,23 +17,18 @@ import * as Run from "./Run.ts"
 import * as Scenarios from "./Scenarios.ts"
 
 const argv = process.argv.slice(2)
-let request: Options.Request
-try {
-  request = Options.parse(argv)
-} catch (error) {
-  if (!(error instanceof Options.UsageError)) throw error
-  console.error(`${error.message}\n\n${Options.command.help}`)
-  process.exit(2)
-}
-if (request._tag === "Help") {
-  console.log(request.text)
-  process.exit(0)
-}
-if (request._tag === "Completions") {
-  console.log(request.script)
-  process.exit(0)
-}
-const options = request.options
+/** The line {@link Options.parse} read, as `CommandLine.settle` takes it (a {@link Options.UsageError} refuses it). */
+const line = ((): CommandLine.ScriptLine<Options.Options> => {
+  try {
+    const request = Options.parse(argv)
+    return request._tag === "Run" ? { _tag: "Run", flags: request.options } : request
+  } catch (error) {
+    if (!(error instanceof Options.UsageError)) throw error
+    return { _tag: "Invalid", message: error.message }
+  }
+})()
+const options = CommandLine.settle(line, Options.command.help)
+if (options === undefined) process.exit()
 
 const started = new Date()
 const t0 = performance.now()

@@ -35,32 +35,19 @@ const command = CommandLine.script(
   { invocation: "npm run faults --" }
 )
 
-/** A usage error: the message, a blank line and the help on stderr, exit 2. */
-const usageError = (message: string): never => {
-  console.error(`${message}\n\n${command.help}`)
-  return process.exit(2)
-}
-
-const options = (() => {
+/** The line read, `--only`'s names checked against the faults. */
+const line = ((): CommandLine.ScriptLine<{ readonly only: ReadonlyArray<string> | undefined; readonly smoke: boolean; readonly json: boolean }> => {
   const line = command.read(process.argv.slice(2))
-  switch (line._tag) {
-    case "Help":
-      console.log(line.text)
-      return process.exit(0)
-    case "Completions":
-      console.log(line.script)
-      return process.exit(0)
-    case "Invalid":
-      return usageError(line.message)
-    case "Run": {
-      const { smoke, json } = line.flags
-      const only = line.flags.only?.split(",").map((n) => n.trim()).filter((n) => n !== "")
-      const unknown = only?.filter((n) => !Faults.all.some((f) => f.name === n)) ?? []
-      if (unknown.length > 0) usageError(`faults: --only: no fault named ${unknown.join(", ")}`)
-      return { only, smoke, json }
-    }
-  }
+  if (line._tag !== "Run") return line
+  const { smoke, json } = line.flags
+  const only = line.flags.only?.split(",").map((n) => n.trim()).filter((n) => n !== "")
+  const unknown = only?.filter((n) => !Faults.all.some((f) => f.name === n)) ?? []
+  return unknown.length > 0
+    ? { _tag: "Invalid", message: `faults: --only: no fault named ${unknown.join(", ")}` }
+    : { _tag: "Run", flags: { only, smoke, json } }
 })()
+const options = CommandLine.settle(line, command.help)
+if (options === undefined) process.exit()
 
 const env = (name: string): string => {
   const value = process.env[name]

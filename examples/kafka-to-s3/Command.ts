@@ -110,7 +110,7 @@ const readPem = (flag: string, file: Option.Option<string>): string | undefined 
 }
 
 /** What the run needs, from the flags `effect/cli` read and the environment; throws {@link Usage}. */
-const settle = (flags: Command.Command.Config.Infer<typeof config>) => {
+const argsOf = (flags: Command.Command.Config.Infer<typeof config>) => {
   const { topic, bucket } = flags
   const port = atLeastZero("--prometheus-port", flags.prometheusPort)
   if (port > 65535) throw new Usage(`--prometheus-port: expected a port, got ${port}`)
@@ -149,7 +149,7 @@ const settle = (flags: Command.Command.Config.Infer<typeof config>) => {
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`
 
-const main = (args: ReturnType<typeof settle>) =>
+const main = (args: ReturnType<typeof argsOf>) =>
   Effect.scoped(Effect.gen(function*() {
     const settings = yield* Settings.load(args.configFile)
     const endpoint = yield* Prometheus.make(args.prometheus)
@@ -215,24 +215,19 @@ const main = (args: ReturnType<typeof settle>) =>
     }
   }))
 
-/** A usage error: the message, a blank line and the help on stderr, exit 2. */
-const usageError = (message: string): never => {
-  console.error(`${message}\n\n${command.help}`)
-  return process.exit(2)
-}
-
-const line = command.read(process.argv.slice(2))
-if (line._tag === "Help") console.log(line.text)
-else if (line._tag === "Completions") console.log(line.script)
-else if (line._tag === "Invalid") usageError(line.message)
-else {
-  let args: ReturnType<typeof settle>
+/** The line read, its flags made into what the run needs by `argsOf` above (a {@link Usage} it throws refuses the line). */
+const line = ((): CommandLine.ScriptLine<ReturnType<typeof argsOf>> => {
+  const line = command.read(process.argv.slice(2))
+  if (line._tag !== "Run") return line
   try {
-    args = settle(line.flags)
+    return { _tag: "Run", flags: argsOf(line.flags) }
   } catch (error) {
     if (!(error instanceof Usage)) throw error
-    args = usageError(`kafka-to-s3: ${error.message}`)
+    return { _tag: "Invalid", message: `kafka-to-s3: ${error.message}` }
   }
+})()
+const args = CommandLine.settle(line, command.help)
+if (args !== undefined) {
   Effect.runPromiseExit(main(args)).then((exit) => {
     if (exit._tag === "Success") {
       console.log(JSON.stringify(exit.value))

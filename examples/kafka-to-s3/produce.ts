@@ -124,33 +124,17 @@ if (isMain) {
       "  environment: SLUICE_KAFKA_BROKERS, SLUICE_S3_ENDPOINT, SLUICE_S3_ACCESS_KEY, SLUICE_S3_SECRET_KEY [, SLUICE_S3_REGION]",
     { invocation: "node --conditions=@sluice/source examples/kafka-to-s3/produce.ts" }
   )
-  /** A usage error: the message, a blank line and the help on stderr, exit 2. */
-  const usageError = (message: string): never => {
-    console.error(`${message}\n\n${command.help}`)
-    return process.exit(2)
-  }
-  const flags = (() => {
+  /** The line read, each count checked against its minimum. */
+  const line = (() => {
     const line = command.read(process.argv.slice(2))
-    switch (line._tag) {
-      case "Help":
-        console.log(line.text)
-        return process.exit(0)
-      case "Completions":
-        console.log(line.script)
-        return process.exit(0)
-      case "Invalid":
-        return usageError(line.message)
-      case "Run":
-        return line.flags
-    }
+    if (line._tag !== "Run") return line
+    const { records, partitions, recordBytes } = line.flags
+    const low = ([["--records", records, 0], ["--partitions", partitions, 1], ["--record-bytes", recordBytes, 64]] as const).find(([, n, min]) => n < min)
+    return low === undefined ? line : { _tag: "Invalid" as const, message: `produce: ${low[0]}: expected an integer ≥ ${low[2]}, got ${low[1]}` }
   })()
-  const { topic, bucket } = flags
-  const atLeast = (flag: string, n: number, min: number): number => (n >= min ? n : usageError(`produce: ${flag}: expected an integer ≥ ${min}, got ${n}`))
-  const options = {
-    records: atLeast("--records", flags.records, 0),
-    partitions: atLeast("--partitions", flags.partitions, 1),
-    recordBytes: atLeast("--record-bytes", flags.recordBytes, 64)
-  }
+  const flags = CommandLine.settle(line, command.help)
+  if (flags === undefined) process.exit()
+  const { topic, bucket, ...options } = flags
   const env = (name: string): string => process.env[name]?.trim() || fail(`${name} is not set (source .services/*.env)`, 2)
   const services: Services = {
     brokers: env("SLUICE_KAFKA_BROKERS").split(",").map((b) => b.trim()),

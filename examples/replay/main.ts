@@ -52,32 +52,21 @@ const command = CommandLine.script(
   { invocation: "npm run replay --" }
 )
 
-/** A usage error: the message, a blank line and the help on stderr, exit 2. */
-const usageError = (message: string): never => {
-  process.stderr.write(`${message}\n\n${command.help}\n`)
-  return process.exit(2)
-}
-
-const values = (() => {
+/** The line read, the ranges `effect/cli` does not check checked. */
+const line = (() => {
   const line = command.read(process.argv.slice(2))
-  switch (line._tag) {
-    case "Help":
-      process.stdout.write(`${line.text}\n`)
-      return process.exit(0)
-    case "Completions":
-      process.stdout.write(`${line.script}\n`)
-      return process.exit(0)
-    case "Invalid":
-      return usageError(line.message)
-    case "Run":
-      return line.flags
-  }
+  if (line._tag !== "Run") return line
+  const { scale, cellSeconds, recordBytes, oracleRepeats } = line.flags
+  return !(scale > 0 && scale <= 1) || !(cellSeconds > 0 && cellSeconds <= 30) || Option.exists(recordBytes, (bytes) => !(bytes >= 16)) || !(oracleRepeats >= 1 && oracleRepeats <= 10)
+    ? { _tag: "Invalid" as const, message: "replay: one scenario file, --scale in (0, 1], --cell-seconds in (0, 30], --record-bytes a whole number ≥ 16, --oracle-repeats 1–10" }
+    : line
 })()
+const settled = CommandLine.settle(line, command.help)
+if (settled === undefined) process.exit()
+// Declared already narrowed: `run` below, a function declaration, would not see the narrowing of `settled`.
+const values = settled
 const { scenario, scale, cellSeconds, oracleRepeats } = values
 const recordBytes = Option.getOrUndefined(values.recordBytes)
-if (!(scale > 0 && scale <= 1) || !(cellSeconds > 0 && cellSeconds <= 30) || (recordBytes !== undefined && !(recordBytes >= 16)) || !(oracleRepeats >= 1 && oracleRepeats <= 10)) {
-  usageError("replay: one scenario file, --scale in (0, 1], --cell-seconds in (0, 30], --record-bytes a whole number ≥ 16, --oracle-repeats 1–10")
-}
 const writeSim = values.writeSim
 if (writeSim !== undefined) {
   // The simulator's side of the comparison: the scenario as this replay scales it, written for `sluice-sim run`.

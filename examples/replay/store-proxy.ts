@@ -34,13 +34,9 @@ const command = CommandLine.script(
   { invocation: "node --conditions=@sluice/source examples/replay/store-proxy.ts" }
 )
 
-const line = command.read(process.argv.slice(2))
-if (line._tag !== "Run") {
-  if (line._tag === "Invalid") process.stderr.write(`${line.message}\n\n${command.help}\n`)
-  else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
-  process.exit(line._tag === "Invalid" ? 2 : 0)
-}
-const { upstream: upstreamUrl, seed, port } = line.flags
+const flags = CommandLine.settle(command.read(process.argv.slice(2)), command.help)
+if (flags === undefined) process.exit()
+const { upstream: upstreamUrl, seed, port } = flags
 const upstream = new URL(upstreamUrl)
 const agent = new Http.Agent({ keepAlive: true, maxSockets: 1024 })
 const rng = Rng.make(seed)

@@ -68,13 +68,9 @@ const command = CommandLine.script(
   "The sim-vs-real table: reads the summaries scripts/sim-vs-real.sh wrote to DIR, writes DIR/table.md (printed too) and DIR/index.html.",
   { invocation: "node --conditions=@sluice/source examples/replay/table.ts" }
 )
-const line = command.read(process.argv.slice(2))
-if (line._tag !== "Run") {
-  if (line._tag === "Invalid") process.stderr.write(`${line.message}\n\n${command.help}\n`)
-  else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
-  process.exit(line._tag === "Invalid" ? 2 : 0)
-}
-const { dir } = line.flags
+const flags = CommandLine.settle(command.read(process.argv.slice(2)), command.help)
+if (flags === undefined) process.exit()
+const { dir } = flags
 const runs = [...new Set(readdirSync(dir).filter((n) => n.endsWith(".sim.json") || n.endsWith(".real.json")).map((n) => n.replace(/\.(sim|real)\.json$/, "")))].sort()
 const lines = [
   `| scenario | policy | phase (s) | | sim | sim, other seeds | real | difference | real within the seeds ± ${AGREEMENT} |`,

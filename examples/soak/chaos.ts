@@ -23,12 +23,13 @@
 import { spawn, spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { Admin } from "@platformatic/kafka"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { createBucket, produce } from "../kafka-to-s3/produce.ts"
 import * as ChaosOptions from "./ChaosOptions.ts"
 import { committedOffsets, committedRecords, exited, servicesFromEnv, sleep } from "./KillRuns.ts"
-import * as Usage from "./Usage.ts"
 
-const options = Usage.flagsOrExit(ChaosOptions.fromArgv(process.argv.slice(2)), ChaosOptions.command.help)
+const options = CommandLine.settle(ChaosOptions.fromArgv(process.argv.slice(2)), ChaosOptions.command.help)
+if (options === undefined) process.exit()
 
 /** mulberry32: a small seeded PRNG, so a run's kill moments can be replayed. */
 const rng = (seed: number) => {

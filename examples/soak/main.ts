@@ -11,12 +11,13 @@
  * options (the message, then the help, on stderr). `--help` prints the help
  * generated from the flags (`Options.command`).
  */
+import * as CommandLine from "@sluice/core/CommandLine"
 import { Effect } from "effect"
 import * as Options from "./Options.ts"
-import * as Usage from "./Usage.ts"
 
 const argv = process.argv.slice(2)
-const options = Usage.flagsOrExit(Options.fromArgv(argv), Options.command.help)
+const options = CommandLine.settle(Options.fromArgv(argv), Options.command.help)
+if (options === undefined) process.exit()
 
 // Loaded after the options are checked: a bad flag is refused before the pipeline's modules load.
 const Soak = await import("./Soak.ts")

@@ -14,14 +14,13 @@
  * (`ProducerOptions.ts`; `--help` prints the help, a bad line exits 2.)
  */
 import { ProduceAcks, Producer } from "@platformatic/kafka"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { performance } from "node:perf_hooks"
 import * as ProducerOptions from "./ProducerOptions.ts"
-import * as Usage from "./Usage.ts"
 
-const { brokers, topic, partitions, rate, recordBytes, acks } = Usage.flagsOrExit(
-  ProducerOptions.command.read(process.argv.slice(2)),
-  ProducerOptions.command.help
-)
+const flags = CommandLine.settle(ProducerOptions.command.read(process.argv.slice(2)), ProducerOptions.command.help)
+if (flags === undefined) process.exit()
+const { brokers, topic, partitions, rate, recordBytes, acks } = flags
 /** The most records one send carries, so that a late schedule is caught up in several sends in flight rather than one. */
 const MAX_SEND = 10_000
 /** Sends in flight at once: one at a time was bound by the broker's round trip at ~30 000 records/s here. */

@@ -40,15 +40,16 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Admin } from "@platformatic/kafka"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { createBucket, produce } from "../kafka-to-s3/produce.ts"
 import { committedOffsets, committedRecords, exited, servicesFromEnv, sleep, startArchiver } from "./KillRuns.ts"
 import type { ArchiverChild } from "./KillRuns.ts"
 import * as RecoveryOptions from "./RecoveryOptions.ts"
 import type { Mode } from "./RecoveryOptions.ts"
 import * as Svg from "./Svg.ts"
-import * as Usage from "./Usage.ts"
 
-const options = Usage.flagsOrExit(RecoveryOptions.fromArgv(process.argv.slice(2)), RecoveryOptions.command.help)
+const options = CommandLine.settle(RecoveryOptions.fromArgv(process.argv.slice(2)), RecoveryOptions.command.help)
+if (options === undefined) process.exit()
 
 const services = servicesFromEnv("recovery")
 const { brokers } = services

@@ -57,6 +57,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism, homedir } from "node:os"
 import { join } from "node:path"
 import { Admin } from "@platformatic/kafka"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { endOffsets } from "../bench/services.ts"
 import { createBucket } from "../kafka-to-s3/produce.ts"
 import { committedOffsets, exited, servicesFromEnv, sleep, startArchiver } from "./KillRuns.ts"
@@ -65,9 +66,9 @@ import type { AnnouncedRange } from "./Duplicates.ts"
 import * as ProducerChild from "./ProducerChild.ts"
 import * as ScaleoutOptions from "./ScaleoutOptions.ts"
 import * as Svg from "./Svg.ts"
-import * as Usage from "./Usage.ts"
 
-const options = Usage.flagsOrExit(ScaleoutOptions.fromArgv(process.argv.slice(2)), ScaleoutOptions.command.help)
+const options = CommandLine.settle(ScaleoutOptions.fromArgv(process.argv.slice(2)), ScaleoutOptions.command.help)
+if (options === undefined) process.exit()
 
 const log = (line: string) => process.stderr.write(`scaleout: ${line}\n`)
 const services = servicesFromEnv("scaleout")

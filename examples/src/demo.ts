@@ -49,22 +49,8 @@ const command = CommandLine.script(
     "then runs a simulated store with the baseline and with the policies, compares them, and writes an HTML report.",
   { invocation: "npm start --" }
 )
-const options = (() => {
-  const line = command.read(process.argv.slice(2))
-  switch (line._tag) {
-    case "Help":
-      console.log(line.text)
-      return process.exit(0)
-    case "Completions":
-      console.log(line.script)
-      return process.exit(0)
-    case "Invalid":
-      console.error(`${line.message}\n\n${command.help}`)
-      return process.exit(2)
-    case "Run":
-      return line.flags
-  }
-})()
+const options = CommandLine.settle(command.read(process.argv.slice(2)), command.help)
+if (options === undefined) process.exit()
 
 /**
  * A live progress line every 5 virtual seconds: virtual time, goodput vs the

@@ -213,10 +213,6 @@ const main = async (args: Flags) => {
 }
 
 if (import.meta.main) {
-  const line = command.read(process.argv.slice(2))
-  if (line._tag === "Run") await main(line.flags)
-  else if (line._tag === "Invalid") {
-    process.stderr.write(`${line.message}\n\n${command.help}\n`)
-    process.exitCode = 2
-  } else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
+  const flags = CommandLine.settle(command.read(process.argv.slice(2)), command.help)
+  if (flags !== undefined) await main(flags)
 }

@@ -58,10 +58,5 @@ const program = Effect.gen(function*() {
 })
 
 if (import.meta.main) {
-  const line = command.read(process.argv.slice(2))
-  if (line._tag === "Run") Effect.runPromise(program)
-  else if (line._tag === "Invalid") {
-    process.stderr.write(`${line.message}\n\n${command.help}\n`)
-    process.exitCode = 2
-  } else process.stdout.write(`${line._tag === "Help" ? line.text : line.script}\n`)
+  if (CommandLine.settle(command.read(process.argv.slice(2)), command.help) !== undefined) Effect.runPromise(program)
 }
