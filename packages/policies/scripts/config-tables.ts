@@ -11,6 +11,7 @@
 import { readFileSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Field } from "@sluice/core"
+import * as CommandLine from "@sluice/core/CommandLine"
 import { AdaptiveBatch, Aimd, DeliveryRate, Gradient2, Probe, SharedPressure, Throttle, Vegas } from "../src/index.ts"
 
 type Struct = Parameters<typeof Field.table>[0]
@@ -63,11 +64,19 @@ export const generated = (): ReadonlyArray<{ readonly path: string; readonly con
 export const stale = (): ReadonlyArray<string> =>
   generated().flatMap((g) => (readFileSync(g.path, "utf8") === g.content ? [] : [g.path]))
 
+/** The command line of `npm run docs:config`, read with `effect/cli`. */
+export const command = CommandLine.script("docs:config", {
+  check: CommandLine.switchFlag("check", "write nothing; exit 1 naming every file whose table differs from its schema")
+}, "Writes the policies' config tables, generated from their schemas, into each policy's module doc and the policies README.", {
+  invocation: "npm run docs:config --"
+})
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  if (process.argv.includes("--check")) {
+  const flags = CommandLine.settle(command.read(process.argv.slice(2)), command.help)
+  if (flags?.check === true) {
     const files = stale()
     for (const f of files) process.stderr.write(`${f}: config table differs from the schema (npm run docs:config)\n`)
     process.exit(files.length === 0 ? 0 : 1)
   }
-  for (const g of generated()) if (readFileSync(g.path, "utf8") !== g.content) writeFileSync(g.path, g.content)
+  if (flags !== undefined) for (const g of generated()) if (readFileSync(g.path, "utf8") !== g.content) writeFileSync(g.path, g.content)
 }

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import { Field } from "@sluice/core"
-import { generated, policies } from "../scripts/config-tables.ts"
+import { command, generated, policies } from "../scripts/config-tables.ts"
 
 describe("each policy's config table is its schema's", () => {
   for (const g of generated()) {
@@ -22,4 +22,14 @@ describe("each policy's config table is its schema's", () => {
       expect(Field.rows(p.schema).filter((r) => r.meaning === "").map((r) => r.field)).toEqual([])
     })
   }
+})
+
+describe("npm run docs:config — the command line", () => {
+  it("reads --check, and refuses a typo of it rather than writing the files", () => {
+    expect(command.read(["--check"])).toEqual({ _tag: "Run", flags: { check: true } })
+    expect(command.read([])).toEqual({ _tag: "Run", flags: { check: false } })
+    const typo = command.read(["--chek"])
+    expect(typo._tag === "Invalid" && typo.message).toMatch(/^docs:config: Unrecognized flag: --chek[\s\S]*--check/)
+    expect(command.help).toContain("npm run docs:config -- [flags]")
+  })
 })
