@@ -426,7 +426,7 @@ const plain = CliOutput.defaultFormatter({ colors: false })
  * import * as CommandLine from "@sluice/core/CommandLine"
  *
  * const bench = CommandLine.script("bench", {
- *   rounds: Flag.Integer("rounds").pipe(Flag.withDefault(3), Flag.withDescription("rounds of each contender")),
+ *   rounds: Flag.Int("rounds").pipe(Flag.withDefault(3), Flag.withDescription("rounds of each contender")),
  *   json: CommandLine.switchFlag("json", "print the result as one JSON line, last")
  * }, "Times the pipeline against a plain loop.")
  *
@@ -506,7 +506,6 @@ export const BAD_USAGE = 2
  *
  * ```ts
  * import * as CommandLine from "@sluice/core/CommandLine"
- * import { Flag } from "effect/cli"
  *
  * const tool = CommandLine.script("tool", { json: CommandLine.switchFlag("json", "print JSON") }, "A tool.")
  * const flags = CommandLine.settle(tool.read(process.argv.slice(2)), tool.help)
