@@ -7,6 +7,7 @@
  */
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Flag } from "effect/cli"
+import * as WholeRange from "./WholeRange.ts"
 
 /** What one chaos run is asked to do. */
 export interface Options {
@@ -63,8 +64,7 @@ export const command = CommandLine.script("chaos", {
 ].join("\n"), { invocation: "npm run chaos --" })
 
 /** `undefined` when `n` is a whole number in [min, max]; else the message, naming the flag. */
-const outside = (flag: string, n: number, min: number, max: number): string | undefined =>
-  Number.isInteger(n) && n >= min && n <= max ? undefined : `chaos: ${flag}: expected a whole number in [${min}, ${max}], got ${n}`
+const outside = (flag: string, n: number, min: number, max: number): string | undefined => WholeRange.outside("chaos", flag, n, min, max)
 
 /**
  * Reads the command line (`process.argv.slice(2)`) into what it asks for:

@@ -7,6 +7,7 @@
  */
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Flag } from "effect/cli"
+import * as WholeRange from "./WholeRange.ts"
 
 /** What one scale-out run is asked to do. */
 export interface Options {
@@ -64,8 +65,7 @@ export const command = CommandLine.script("scaleout", {
 ].join("\n"), { invocation: "npm run scaleout --" })
 
 /** `undefined` when `n` is a whole number in [min, max]; else the message, naming the flag. */
-const outside = (flag: string, n: number, min: number, max: number): string | undefined =>
-  Number.isInteger(n) && n >= min && n <= max ? undefined : `scaleout: ${flag}: expected a whole number in [${min}, ${max}], got ${n}`
+const outside = (flag: string, n: number, min: number, max: number): string | undefined => WholeRange.outside("scaleout", flag, n, min, max)
 
 /**
  * Reads the command line (`process.argv.slice(2)`) into what it asks for:
