@@ -94,15 +94,19 @@ export const command = CommandLine.script("soak", {
     Flag.withMetavar("D"),
     Flag.withDescription("how long to offer them, at least 1 s, required (60 = seconds, 60s, 5m); then the pipeline drains")
   ),
-  source: Flag.Literals("source", SOURCES).pipe(
+  // Choices as text, decoded by the schema with the other values: every bad value is named at once.
+  source: Flag.String("source").pipe(
+    Flag.withMetavar(SOURCES.join("|")),
     Flag.withDefault("synthetic"),
     Flag.withDescription("synthetic (default): rate-paced, in process; kafka: the local broker, fed by a producer at the rate")
   ),
-  sink: Flag.Literals("sink", SINKS).pipe(
+  sink: Flag.String("sink").pipe(
+    Flag.withMetavar(SINKS.join("|")),
     Flag.withDefault("memory"),
     Flag.withDescription("memory (default): in process; s3: a bucket on the local S3 server")
   ),
-  payloads: Flag.Literals("payloads", PAYLOADS).pipe(
+  payloads: Flag.String("payloads").pipe(
+    Flag.withMetavar(PAYLOADS.join("|")),
     Flag.withDefault("pooled"),
     Flag.withDescription(
       "the synthetic source's record bytes: pooled (default; a 40 MiB pool reused at later offsets, so the soak " +
@@ -147,6 +151,6 @@ export const command = CommandLine.script("soak", {
 export const fromArgv = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Options> => {
   const line = command.read(argv)
   if (line._tag !== "Run") return line
-  const decoded = Config.decodeResult("soak", Options, line.flags)
+  const decoded = Config.decodeResult("soak", Options, line.flags as unknown)
   return Result.isSuccess(decoded) ? { _tag: "Run", flags: decoded.success } : { _tag: "Invalid", message: decoded.failure.message }
 }

@@ -77,10 +77,12 @@ describe("npm run soak", () => {
     expect(invalid(Options.fromArgv(["--rate", "fast", "--duration", "5"]))).toContain(`Expected a rate of records per second (250000, 250k, 1M), got "fast"\n  at ["rate"]`)
   })
 
-  it("leaves a missing flag, a flag given twice and a bad choice to effect/cli", () => {
+  it("leaves a missing flag and a flag given twice to effect/cli; a bad choice is named with the other bad values", () => {
     expect(invalid(Options.fromArgv(["--duration", "5"]))).toBe("soak: Missing required flag: --rate")
     expect(invalid(Options.fromArgv(["--rate", "1", "--rate", "2", "--duration", "5"]))).toMatch(/^soak: Invalid value for flag --rate: "2 occurrences"/)
-    expect(invalid(Options.fromArgv(["--rate", "1", "--duration", "5", "--sink", "tape"]))).toBe(`soak: Invalid value for flag --sink: "tape". Expected: "memory" | "s3"`)
+    expect(invalid(Options.fromArgv(["--rate", "1", "--duration", "5", "--sink", "tape"]))).toBe(`soak: Expected "memory" | "s3"\n  at ["sink"]`)
+    const both = invalid(Options.fromArgv(["--rate", "0", "--duration", "5", "--source", "file", "--payloads", "x"]))
+    for (const at of [`at ["rate"]`, `at ["source"]`, `at ["payloads"]`]) expect(both).toContain(at)
   })
 })
 
