@@ -109,3 +109,36 @@ describe.concurrent("the command lines of the example entries", () => {
     })
   }
 })
+
+/** Runs a script of `scripts/` with `args`, bounded: these answers must come before any service starts. */
+const script = (name: string, args: ReadonlyArray<string>): Promise<Ran> =>
+  new Promise((resolve) => {
+    execFile("bash", [join(root, "scripts", name), ...args], { cwd: root, timeout: 30_000 }, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
+    })
+  })
+
+describe("the npm scripts' shell wrappers answer the line before starting anything", () => {
+  it("ablation and sim-vs-real print their usage for --help and refuse a flag (it was taken as the output folder)", async () => {
+    for (const [name, usage] of [["ablation.sh", "npm run ablation [-- OUT_DIR]"], ["sim-vs-real.sh", "npm run sim-vs-real [-- OUT_DIR [SCENARIO…]]"]] as const) {
+      const help = await script(name, ["--help"])
+      expect(help.code, name).toBe(0)
+      expect(help.stdout).toContain(usage)
+      const flag = await script(name, ["--jsn"])
+      expect(flag.code, name).toBe(2)
+      expect(flag.stderr).toContain("unknown option --jsn")
+    }
+  })
+
+  it("chaos, recovery and scaleout give -h and --completions without starting the services", async () => {
+    for (const name of ["chaos", "recovery", "scaleout"]) {
+      const help = await script(`${name}.sh`, ["-h"])
+      expect(help.code, name).toBe(0)
+      expect(help.stdout).toContain(`npm run ${name} -- [flags]`)
+      expect(help.stderr, name).not.toMatch(/kafka-broker|s3-server/)
+      const completions = await script(`${name}.sh`, ["--completions", "bash"])
+      expect(completions.code, name).toBe(0)
+      expect(completions.stdout).toContain(`###-begin-${name}-completions-###`)
+    }
+  })
+})
