@@ -89,9 +89,9 @@ export const make = (options: SyntheticOptions): SyntheticSource => {
   let paused = false
   // A pull waits until at least this many records are due (≤ ~10 ms of them), so chunks are not single records.
   const minDue = Math.max(1, Math.min(Math.floor((partitions * chunkRecords) / 4), Math.floor(rate / 100)))
-  const template = new Uint8Array(chunkRecords * recordBytes).fill(0x78) // "x"
-  const pool = options.payloads === "fresh" ? undefined : makePool(chunkRecords, recordBytes, options.poolBytes ?? POOL_BYTES)
-  let pooledNext = 0
+  const chunk = options.payloads === "fresh"
+    ? freshChunks(options.name, chunkRecords, recordBytes)
+    : pooledChunks(options.name, chunkRecords, recordBytes, options.poolBytes ?? POOL_BYTES)
 
   const scheduled = (): number => {
     if (startedAt === undefined) return 0
@@ -100,25 +100,6 @@ export const make = (options: SyntheticOptions): SyntheticSource => {
   }
   /** Partition `p`'s share of `total` scheduled records (the first ones get the remainder). */
   const share = (total: number, p: number) => Math.floor(total / partitions) + (p < total % partitions ? 1 : 0)
-
-  const chunk = (partition: number, from: number, count: number, producedAt: number): Record.RecordChunk => {
-    if (pool !== undefined) {
-      const slot = pool[pooledNext] as ReadonlyArray<Uint8Array>
-      pooledNext = (pooledNext + 1) % pool.length
-      const payloads = count === chunkRecords ? slot : slot.slice(0, count)
-      return { _tag: "RecordChunk", source: options.name, partition, firstOffset: from, count, bytes: count * recordBytes, payloads, producedAt }
-    }
-    const buffer = template.slice(0, count * recordBytes)
-    const view = new DataView(buffer.buffer)
-    const payloads: Array<Uint8Array> = new Array(count)
-    for (let i = 0; i < count; i++) {
-      const start = i * recordBytes
-      view.setUint32(start, partition)
-      view.setFloat64(start + 4, from + i)
-      payloads[i] = buffer.subarray(start, start + recordBytes)
-    }
-    return { _tag: "RecordChunk", source: options.name, partition, firstOffset: from, count, bytes: count * recordBytes, payloads, producedAt }
-  }
 
   /** The chunks due now, or how long to wait (ms) for enough to be due. */
   const take = (): Array<Record.RecordChunk> | number => {
@@ -175,12 +156,16 @@ export const make = (options: SyntheticOptions): SyntheticSource => {
   }
 }
 
+/** Builds the chunk of `count` records of `partition` from offset `from`. */
+type ChunkOf = (partition: number, from: number, count: number, producedAt: number) => Record.RecordChunk
+
 /**
- * The pool of a `"pooled"` source: at most `poolBytes` of records (at
- * least one chunk), in chunks of `chunkRecords`, each record a view into its chunk's slab holding its index in
- * the pool (f64) in its first 8 bytes, the rest `"x"`.
+ * Chunks of a `"pooled"` source: at most `poolBytes` of records (at least one
+ * chunk), built once in chunks of `chunkRecords`, each record a view into its
+ * chunk's slab holding its index in the pool (f64) in its first 8 bytes, the
+ * rest `"x"`; handed out in turn at each chunk's offsets.
  */
-const makePool = (chunkRecords: number, recordBytes: number, poolBytes: number): ReadonlyArray<ReadonlyArray<Uint8Array>> => {
+const pooledChunks = (name: string, chunkRecords: number, recordBytes: number, poolBytes: number): ChunkOf => {
   const slots = Math.max(1, Math.floor(poolBytes / (chunkRecords * recordBytes)))
   const pool: Array<ReadonlyArray<Uint8Array>> = []
   for (let s = 0; s < slots; s++) {
@@ -193,5 +178,32 @@ const makePool = (chunkRecords: number, recordBytes: number, poolBytes: number):
     }
     pool.push(payloads)
   }
-  return pool
+  let next = 0
+  return (partition, from, count, producedAt) => {
+    const slot = pool[next] as ReadonlyArray<Uint8Array>
+    next = (next + 1) % pool.length
+    const payloads = count === chunkRecords ? slot : slot.slice(0, count)
+    return { _tag: "RecordChunk", source: name, partition, firstOffset: from, count, bytes: count * recordBytes, payloads, producedAt }
+  }
+}
+
+/**
+ * Chunks of a `"fresh"` source: one new buffer each (a memcpy of a template of
+ * `"x"`), each record a new view into it holding its partition (u32) and
+ * offset (f64) in its first 12 bytes.
+ */
+const freshChunks = (name: string, chunkRecords: number, recordBytes: number): ChunkOf => {
+  const template = new Uint8Array(chunkRecords * recordBytes).fill(0x78)
+  return (partition, from, count, producedAt) => {
+    const buffer = template.slice(0, count * recordBytes)
+    const view = new DataView(buffer.buffer)
+    const payloads: Array<Uint8Array> = new Array(count)
+    for (let i = 0; i < count; i++) {
+      const start = i * recordBytes
+      view.setUint32(start, partition)
+      view.setFloat64(start + 4, from + i)
+      payloads[i] = buffer.subarray(start, start + recordBytes)
+    }
+    return { _tag: "RecordChunk", source: name, partition, firstOffset: from, count, bytes: count * recordBytes, payloads, producedAt }
+  }
 }
