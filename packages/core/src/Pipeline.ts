@@ -279,7 +279,7 @@ export const start = <E = never>(
     const committer = yield* Committer.make({ source, stats, metrics, publish })
     let sourceDone = false
     const checkDone = Effect.suspend(() =>
-      sourceDone && uploader.outstanding() === 0 ? Deferred.succeed(done, stats) : Effect.void
+      sourceDone && stats.batchesOutstanding === 0 ? Deferred.succeed(done, stats) : Effect.void
     )
     // Uploads and retry timers: closed to abandon them past a drain's deadline.
     const uploads = yield* Scope.fork(scope)

@@ -219,8 +219,6 @@ export interface Uploader {
   readonly submit: (batches: ReadonlyArray<SealedBatch>) => Effect.Effect<void>
   /** Takes queued batches and starts their uploads; runs forever. */
   readonly dispatcher: Effect.Effect<never>
-  /** Batches submitted and not yet settled. */
-  readonly outstanding: () => number
   /** Revoked partitions: their held batches go back to the dispatcher, which abandons them. */
   readonly forget: (source: string, partitions: ReadonlyArray<number>) => Effect.Effect<void>
 }
@@ -364,7 +362,6 @@ export const make = (deps: UploaderDeps): Effect.Effect<Uploader> =>
           return Queue.offerAll(queue, batches.map(initial))
         }),
       dispatcher,
-      outstanding: () => stats.batchesOutstanding,
       forget: (source, partitions) =>
         Effect.suspend(() => {
           const held = parked.takePartitions(source, partitions)
