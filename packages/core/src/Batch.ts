@@ -19,7 +19,9 @@ import { chunkOf } from "./Record.ts"
  * Why a batch was sealed.
  *
  * - `records` / `bytes`: it reached the batch target (sealed on fill).
- * - `age`: its oldest record waited `maxAge` (bound on staleness).
+ * - `age`: its oldest record waited `maxAge` (bound on staleness), and the
+ *   uploader had room for it (fewer than two sealed batches per permit;
+ *   whatever it held with `batch.ageSealWaits: false`).
  * - `pressure`: the read gate closed and open batches were sealed early.
  * - `drain`: the source ended or the pipeline is shutting down.
  * - `gap`: the source reported a retention gap on the partition; the batch before
@@ -40,7 +42,7 @@ export type SealReason = typeof SealReason.Type
 
 /**
  * The batch target knob: seal when either limit is reached, or when the oldest
- * record is `maxAgeMillis` old.
+ * record is `maxAgeMillis` old (and the uploader has room for the batch).
  *
  * @since 0.1.0
  */

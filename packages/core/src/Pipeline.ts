@@ -63,7 +63,8 @@ import type { BatchFailed } from "./stage/Uploader.ts"
  * | `concurrency` | 8 | integer ≥ 1 | base upload concurrency (when no policy proposes) |
  * | `batch.records` | 10000 | integer ≥ 1 | base batch target, records |
  * | `batch.bytes` | 8 MiB | ≥ 1 byte | base batch target, payload bytes |
- * | `batch.maxAge` | 60 seconds | > 0 | seal a batch when its oldest record is this old |
+ * | `batch.maxAge` | 60 seconds | > 0 | seal a batch when its oldest record is this old (but see `batch.ageSealWaits`) |
+ * | `batch.ageSealWaits` | true | | a batch at `maxAge` waits, open and filling, while the uploader holds two sealed batches per permit (the longest open is sealed first once there is room): when a store leaves few permits, each upload carries more. false: sealed at `maxAge` whatever the uploader holds, smaller objects; controllers that step once per upload (AIMD, the custom-policy example's ARC) climb back faster with them (`Ticker.SEALED_PER_PERMIT` has the figures) |
  * | `memoryBudget` | 256 MiB | ≥ 1 byte | hard bound on bytes held (open + sealed + uploading, and the source's declared read-ahead, `Source.readAheadBytes`, which is reserved from it) |
  * | `rate` | null | > 0, or null | base request rate (object uploads started per second), null = unlimited |
  * | `tick` | 100 millis | > 0 | period of the tick signal, the age check and lag polling |
@@ -85,7 +86,8 @@ export const PipelineConfig = Schema.Struct({
   batch: Schema.Struct({
     records: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(10_000))),
     bytes: Config.PositiveBytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("8 MiB"))),
-    maxAge: Config.PositiveMillis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("60 seconds")))
+    maxAge: Config.PositiveMillis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("60 seconds"))),
+    ageSealWaits: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true)))
   }).pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
   memoryBudget: Config.PositiveBytes.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("256 MiB"))),
   rate: Schema.NullOr(Schema.Finite.check(Schema.isGreaterThan(0))).pipe(Schema.withDecodingDefaultKey(Effect.succeed(null))),
@@ -314,6 +316,7 @@ export const start = <E = never>(
     })
     const ticker = Ticker.run({
       tickMillis: config.tick,
+      ageSealWaits: config.batch.ageSealWaits,
       budgetBytes: budget.limit,
       source,
       sealer,

@@ -24,6 +24,8 @@ interface OpenBatch {
   gap: GapRecord | undefined
   /** Holds the last records of a backlog, to seal (`caughtUp`) once the uploader is idle ({@link Sealer.sealCaughtUp}). */
   caughtUp: boolean
+  /** Reached `maxAge` and was left open by {@link Sealer.sealExpired}'s limit: sealed before any batch opened after it. */
+  held: boolean
 }
 
 /**
@@ -63,6 +65,8 @@ export class Sealer {
   private readonly open = new Map<string, OpenBatch>()
   private readonly sequences = new Map<string, number>()
   private readonly pendingGaps = new Map<string, GapRecord>()
+  /** Open batches marked `held`. */
+  private heldCount = 0
   /** Bytes held in open batches. */
   openBytes = 0
   /** Budget charge of the open batches (see {@link SealerOptions.charge}). */
@@ -104,7 +108,8 @@ export class Sealer {
           bytes: 0,
           charge: 0,
           gap: this.pendingGaps.get(id),
-          caughtUp: false
+          caughtUp: false,
+          held: false
         }
         this.pendingGaps.delete(id)
         this.open.set(id, batch)
@@ -131,18 +136,40 @@ export class Sealer {
         this.add(batch, head)
         rest = tail
       }
+      // Batches held open past maxAge and opened before this one go first:
+      // a younger batch sealed on its target never overtakes them.
+      if (this.heldCount > 0) this.sealHeldBefore(batch.openedAt, now, sealed)
       sealed.push(this.seal(id, batch, reason, now))
     }
     return sealed
   }
 
-  /** Seals every batch whose oldest record is at least `maxAgeMillis` old. */
-  sealExpired(now: number, maxAgeMillis: number): Array<SealedBatch> {
+  /**
+   * Seals the batches whose oldest record is at least `maxAgeMillis` old, the
+   * longest open first, at most `limit` of them (default: all); the others
+   * stay open, and keep filling, until a later call or until a batch opened
+   * after them is sealed on its target ({@link append} seals them first).
+   */
+  sealExpired(now: number, maxAgeMillis: number, limit = Number.POSITIVE_INFINITY): Array<SealedBatch> {
     const sealed: Array<SealedBatch> = []
+    // The map keeps insertion order, and a batch is inserted when it opens:
+    // iterating it visits the longest open first.
     for (const [id, batch] of this.open) {
-      if (now - batch.openedAt >= maxAgeMillis) sealed.push(this.seal(id, batch, "age", now))
+      if (now - batch.openedAt < maxAgeMillis) continue
+      if (sealed.length < limit) sealed.push(this.seal(id, batch, "age", now))
+      else if (!batch.held) {
+        batch.held = true
+        this.heldCount++
+      }
     }
     return sealed
+  }
+
+  /** Seals the held batches opened before `openedAt` (on `age`), appending them to `into`. */
+  private sealHeldBefore(openedAt: number, now: number, into: Array<SealedBatch>): void {
+    for (const [id, batch] of this.open) {
+      if (batch.held && batch.openedAt < openedAt) into.push(this.seal(id, batch, "age", now))
+    }
   }
 
   /** Seals the open batch of one partition, if any. */
@@ -196,6 +223,7 @@ export class Sealer {
       const id = keyOf(source, partition)
       const batch = this.open.get(id)
       if (batch !== undefined) {
+        if (batch.held) this.heldCount--
         bytes += batch.bytes
         charge += batch.charge
         this.openBytes -= batch.bytes
@@ -227,6 +255,7 @@ export class Sealer {
 
   private seal(id: string, batch: OpenBatch, reason: SealReason, now: number): SealedBatch {
     this.open.delete(id)
+    if (batch.held) this.heldCount--
     this.openBytes -= batch.bytes
     this.openCharge -= batch.charge
     const sequence = this.sequences.get(id) ?? 0

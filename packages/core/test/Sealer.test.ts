@@ -46,6 +46,37 @@ describe("Sealer", () => {
     expect(sealer.openBatches).toBe(1)
   })
 
+  it("seals on age at most the limit given, the longest open first; the others keep filling", () => {
+    const sealer = new Sealer.Sealer()
+    // Partitions open in the order 2, 0, 1; partition 2 reopens last after a seal.
+    sealer.append(Record.syntheticChunk("s", 2, 0, 1, 10), target(100, 1_000), 0)
+    sealer.append(Record.syntheticChunk("s", 0, 0, 1, 10), target(100, 1_000), 100)
+    sealer.append(Record.syntheticChunk("s", 1, 0, 1, 10), target(100, 1_000), 200)
+    expect(sealer.sealExpired(2_000, 1_000, 1).map((b) => b.partition)).toEqual([2])
+    sealer.append(Record.syntheticChunk("s", 2, 1, 1, 10), target(100, 1_000), 2_000)
+    sealer.append(Record.syntheticChunk("s", 0, 1, 1, 10), target(100, 1_000), 2_000)
+    expect(sealer.sealExpired(3_000, 1_000, 0)).toHaveLength(0)
+    const next = sealer.sealExpired(3_000, 1_000, 2)
+    expect(next.map((b) => [b.partition, b.records])).toEqual([[0, 2], [1, 1]])
+    expect(sealer.sealExpired(3_000, 1_000).map((b) => b.partition)).toEqual([2])
+  })
+
+  it("a batch held open past maxAge is sealed before a younger batch sealed on its target overtakes it", () => {
+    const sealer = new Sealer.Sealer()
+    // A trickle partition (1) opens first and reaches maxAge with no room: held.
+    sealer.append(Record.syntheticChunk("s", 1, 0, 1, 10), target(100, 1_000), 0)
+    sealer.append(Record.syntheticChunk("s", 0, 0, 50, 10), target(100, 1_000), 500)
+    expect(sealer.sealExpired(1_000, 1_000, 0)).toHaveLength(0)
+    // A hot partition (0), opened after it, fills its target: the held batch goes first.
+    const sealed = sealer.append(Record.syntheticChunk("s", 0, 50, 50, 10), target(100, 1_000), 1_200)
+    expect(sealed.map((b) => [b.partition, b.sealReason])).toEqual([[1, "age"], [0, "records"]])
+    // Not held (sealExpired never left it open for want of room): no early seal.
+    const fresh = new Sealer.Sealer()
+    fresh.append(Record.syntheticChunk("s", 1, 0, 1, 10), target(100, 1_000), 0)
+    fresh.append(Record.syntheticChunk("s", 0, 0, 50, 10), target(100, 1_000), 500)
+    expect(fresh.append(Record.syntheticChunk("s", 0, 50, 50, 10), target(100, 1_000), 1_200).map((b) => b.partition)).toEqual([0])
+  })
+
   it("keys are deterministic from source, partition and offsets", () => {
     const a = new Sealer.Sealer({ prefix: "arch" }).append(Record.syntheticChunk("s", 3, 10, 4, 1), target(4, 100), 0)
     const b = new Sealer.Sealer({ prefix: "arch" }).append(Record.syntheticChunk("s", 3, 10, 4, 1), target(4, 100), 99)

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope, Stream } from "effect"
+import { Clock, Effect, Exit, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { Memory, Pipeline } from "../src/index.ts"
+import { Fixed, Memory, Pipeline } from "../src/index.ts"
 import type { Source } from "../src/index.ts"
+import { runVirtual } from "./support.ts"
 
 describe("Ticker", () => {
   it.effect("a slow source.lag never delays ticks: they keep their period and carry the latest lag known", () =>
@@ -65,5 +66,49 @@ describe("Ticker", () => {
       // All verified: nothing running, no median.
       expect(medians[medians.length - 1]?.startedAt).toBeUndefined()
       yield* Scope.close(scope, Exit.void)
+    }))
+
+  // 10 partitions × 100 records/s for 10 s; one permit, every object put
+  // takes 1 s; maxAge 0.5 s. Sealed at their age, 20 batches a second queue
+  // for a store that takes one a second: ~200 objects, the last committed
+  // ~200 s in. Held open while the uploader holds two, they fill, and each
+  // object carries what arrived meanwhile.
+  const slowStore = (ageSealWaits: boolean) =>
+    Effect.gen(function*() {
+      const source = Memory.source({ name: "t", partitions: 10, records: 1_000, recordBytes: 100, chunkRecords: 10, intervalMillis: 100, payloads: false })
+      const sink = Memory.sink({ latencyMillis: (op) => (op === "putObject" ? 1_000 : 10) })
+      const timed = Effect.gen(function*() {
+        yield* Pipeline.run({
+          source,
+          sink,
+          config: { tick: 100, batch: { records: 1_000_000, bytes: "64 MiB", maxAge: "500 millis", ageSealWaits } },
+          policies: Fixed.layer({ concurrency: 1 })
+        })
+        return yield* Clock.currentTimeMillis
+      })
+      const exit = yield* runVirtual(timed, { stepMillis: 50, maxMillis: 400_000 })
+      expect(Exit.isSuccess(exit)).toBe(true)
+      // From the outside: every record committed once, in the sink's objects.
+      for (let p = 0; p < 10; p++) expect(source.committed.get(p)).toBe(1_000)
+      let stored = 0
+      for (const manifest of sink.manifests.values()) stored += manifest.records
+      expect(stored).toBe(10_000)
+      expect(sink.peak.maxUploading).toBe(1)
+      return { objects: sink.objects.size, endedAt: Exit.isSuccess(exit) ? exit.value : Infinity }
+    })
+
+  it.effect("age seals wait while two sealed batches per permit are outstanding: the batches held open fill up, and the inflow is carried", () =>
+    Effect.gen(function*() {
+      const run = yield* slowStore(true)
+      // Few, large objects; the run ends soon after the inflow does.
+      expect(run.objects).toBeLessThanOrEqual(40)
+      expect(run.endedAt).toBeLessThanOrEqual(30_000)
+    }))
+
+  it.effect("with ageSealWaits false every batch seals at maxAge, and they queue for the store", () =>
+    Effect.gen(function*() {
+      const run = yield* slowStore(false)
+      expect(run.objects).toBeGreaterThanOrEqual(150)
+      expect(run.endedAt).toBeGreaterThanOrEqual(150_000)
     }))
 })
