@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { Fixed, Memory, Pipeline } from "../src/index.ts"
+import { Fixed, Memory, Pipeline, Record } from "../src/index.ts"
 import type { Source } from "../src/index.ts"
 import { runVirtual } from "./support.ts"
 
@@ -110,5 +110,57 @@ describe("Ticker", () => {
       const run = yield* slowStore(false)
       expect(run.objects).toBeGreaterThanOrEqual(150)
       expect(run.endedAt).toBeGreaterThanOrEqual(150_000)
+    }))
+
+  it.effect("a trickle partition beside a hot one is not held behind it: the hot batches sealed on their target take its held batch along", () =>
+    Effect.gen(function*() {
+      // Partition 0 fills a 100 kB target every 500 ms; the store takes 1 s a
+      // put, so its sealed batches keep the one permit's two places full and
+      // no age seal finds room. Partition 1 gets one record a second (maxAge
+      // 1 s). Were its batch held until room came, it would go only with the
+      // drain at the end (60 s); a hot batch opened after it takes it along.
+      const rounds = 600
+      const offsets = [0, 0]
+      const commits: Array<{ readonly partition: number; readonly at: number }> = []
+      const events: Stream.Stream<Source.SourceEvent> = Stream.fromEffectRepeat(
+        Effect.flatMap(Effect.andThen(Effect.sleep(100), Clock.currentTimeMillis), (now) =>
+          Effect.sync(() => {
+            const round = now / 100
+            if (round > rounds) return []
+            const out: Array<Source.SourceEvent> = [Record.syntheticChunk("t", 0, offsets[0] ?? 0, 200, 100, now)]
+            offsets[0] = (offsets[0] ?? 0) + 200
+            if (round % 10 === 0) {
+              out.push(Record.syntheticChunk("t", 1, offsets[1] ?? 0, 1, 100, now))
+              offsets[1] = (offsets[1] ?? 0) + 1
+            }
+            return out
+          }))
+      ).pipe(Stream.takeWhile((chunks) => chunks.length > 0), Stream.flattenIterable)
+      const source: Source.Source = {
+        name: "t",
+        events,
+        commit: (partition) => Effect.map(Clock.currentTimeMillis, (at) => void commits.push({ partition, at })),
+        pause: Effect.void,
+        resume: Effect.void,
+        lag: Effect.succeed(new Map())
+      }
+      const sink = Memory.sink({ latencyMillis: (op) => (op === "putObject" ? 1_000 : 10) })
+      const exit = yield* runVirtual(
+        Pipeline.run({
+          source,
+          sink,
+          config: { tick: 100, memoryBudget: "1 GiB", batch: { records: 1_000_000, bytes: 100_000, maxAge: "1 second" } },
+          policies: Fixed.layer({ concurrency: 1 })
+        }),
+        { stepMillis: 50, maxMillis: 600_000 }
+      )
+      expect(Exit.isSuccess(exit)).toBe(true)
+      // The hot partition is behind for the whole run (its last commit long after 60 s) …
+      const hot = commits.filter((c) => c.partition === 0)
+      expect(hot.at(-1)?.at ?? 0).toBeGreaterThan(90_000)
+      // … and the trickle's records are committed among its batches, from the first seconds.
+      const trickle = commits.filter((c) => c.partition === 1)
+      expect(trickle[0]?.at ?? Infinity).toBeLessThanOrEqual(10_000)
+      expect(trickle.filter((c) => c.at <= 60_000).length).toBeGreaterThanOrEqual(5)
     }))
 })

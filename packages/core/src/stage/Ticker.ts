@@ -172,7 +172,9 @@ const tick = (deps: TickerDeps, lag: ReadonlyMap<number, number>, reported: Repo
     const now = yield* Clock.currentTimeMillis
     const values = deps.knobs.current()
     const room = deps.ageSealWaits ? SEALED_PER_PERMIT * values.concurrency - stats.batchesOutstanding : Number.POSITIVE_INFINITY
-    if (room > 0) yield* deps.sealed(deps.sealer.sealExpired(now, values.batchTarget.maxAgeMillis, room), now)
+    // Called with no room too: the sealer marks what it leaves open (held).
+    const aged = deps.sealer.sealExpired(now, values.batchTarget.maxAgeMillis, Math.max(0, room))
+    yield* deps.sealed(aged, now)
     // A backlog's last records (Admission's caught-up wait) go as soon as the uploader is idle.
     if (uploaderIdle(stats, values.concurrency)) yield* deps.sealed(deps.sealer.sealCaughtUp(now), now)
     deps.refresh(now)
