@@ -120,19 +120,17 @@ describe("Ticker", () => {
       // 1 s). Were its batch held until room came, it would go only with the
       // drain at the end (60 s); a hot batch opened after it takes it along.
       const rounds = 600
-      const offsets = [0, 0]
+      let hotOffset = 0
+      let trickleOffset = 0
       const commits: Array<{ readonly partition: number; readonly at: number }> = []
       const events: Stream.Stream<Source.SourceEvent> = Stream.fromEffectRepeat(
         Effect.flatMap(Effect.andThen(Effect.sleep(100), Clock.currentTimeMillis), (now) =>
           Effect.sync(() => {
             const round = now / 100
             if (round > rounds) return []
-            const out: Array<Source.SourceEvent> = [Record.syntheticChunk("t", 0, offsets[0] ?? 0, 200, 100, now)]
-            offsets[0] = (offsets[0] ?? 0) + 200
-            if (round % 10 === 0) {
-              out.push(Record.syntheticChunk("t", 1, offsets[1] ?? 0, 1, 100, now))
-              offsets[1] = (offsets[1] ?? 0) + 1
-            }
+            const out: Array<Source.SourceEvent> = [Record.syntheticChunk("t", 0, hotOffset, 200, 100, now)]
+            hotOffset += 200
+            if (round % 10 === 0) out.push(Record.syntheticChunk("t", 1, trickleOffset++, 1, 100, now))
             return out
           }))
       ).pipe(Stream.takeWhile((chunks) => chunks.length > 0), Stream.flattenIterable)
