@@ -34,6 +34,17 @@
  * the ideal pipeline could have done, and the queue it carries lets it fill
  * larger objects, as a real pipeline that fell behind could.
  *
+ * **When the oracle's bytes count.** A pipeline's goodput is counted when the
+ * store verifies its bytes, one object upload, manifest and verify after they
+ * are sent; the oracle's is counted the same way ({@link sent}, {@link advance}):
+ * bytes it serves at `t` count when a batch of the smallest object that
+ * sustains the rate it serves at `t` ({@link fastestObjectBytes}) would be
+ * verified, its store time re-timed when the store changes, as the simulated
+ * store re-times the requests in flight. It is still spared the time to fill an
+ * object. Without this, a phase of a store whose batches take longer than the
+ * phase's first seconds credited the oracle with bytes no pipeline could have
+ * verified inside it (their commits land in the next phase).
+ *
  * @since 0.2.0
  */
 import type { StoreParams } from "./Store.ts"
@@ -133,4 +144,132 @@ export const capacity = (
     if (bytesPerSecond > best) best = bytesPerSecond
   }
   return best
+}
+
+/**
+ * The smallest object (payload bytes) with which an ideal pipeline serves
+ * `bytesPerSecond` (at any concurrency up to the store's serving limit, within
+ * the memory budget and the filling bound of {@link largestObjectBytes}): the
+ * object whose batch the store verifies soonest at that rate. `null` when no
+ * choice serves that rate (it is above {@link capacity}).
+ *
+ * **Details**
+ *
+ * At fixed concurrency throughput grows with the object size, so the smallest
+ * size is found by bisection; more concurrency needs smaller objects, so the
+ * highest concurrency that can serve the rate is taken.
+ *
+ * @since 0.5.0
+ */
+export const fastestObjectBytes = (
+  params: StoreParams,
+  world: OracleWorld,
+  queuedBytes: number,
+  inflowBytesPerSecond: number,
+  bytesPerSecond: number
+): number | null => {
+  const throughput = (c: number, s: number): number => {
+    const millis = batchMillis(params, s, Math.max(1, s / world.recordBytes), params.errorRate)
+    const byStore = Number.isFinite(millis) ? (c * s * 1000) / millis : 0
+    return params.rateLimit === null ? byStore : Math.min(byStore, params.rateLimit * s)
+  }
+  const wanted = bytesPerSecond * (1 - 1e-9)
+  for (let c = servingLimit(params); c >= 1; c--) {
+    const largest = largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond)
+    if (throughput(c, largest) < wanted) continue
+    let low = Math.min(world.recordBytes, largest)
+    if (throughput(c, low) >= wanted) return low
+    let high = largest
+    for (let i = 0; i < 48 && high - low > 1; i++) {
+      const mid = (low + high) / 2
+      if (throughput(c, mid) >= wanted) high = mid
+      else low = mid
+    }
+    return high
+  }
+  return null
+}
+
+/**
+ * Bytes the oracle has sent to the store and not yet had verified: objects of
+ * `objectBytes`, `done` of their batch's store time (0 … 1) behind them.
+ *
+ * @since 0.5.0
+ */
+export interface InFlight {
+  readonly bytes: number
+  readonly objectBytes: number
+  readonly done: number
+}
+
+/**
+ * The oracle's bytes sent in one step: `bytes` served at `bytesPerSecond`
+ * carried by the smallest objects that sustain that rate (see
+ * {@link fastestObjectBytes}).
+ *
+ * @since 0.5.0
+ */
+export const sent = (
+  params: StoreParams,
+  world: OracleWorld,
+  queuedBytes: number,
+  inflowBytesPerSecond: number,
+  bytes: number,
+  bytesPerSecond: number
+): InFlight => ({
+  bytes,
+  objectBytes: fastestObjectBytes(params, world, queuedBytes, inflowBytesPerSecond, bytesPerSecond) ?? largestObjectBytes(world, 1, queuedBytes, inflowBytesPerSecond),
+  done: 0
+})
+
+/**
+ * Advances the oracle's bytes in flight by `millis` of a store in state
+ * `params`: each batch gains `millis ÷ batchMillis` of its store time (so a
+ * batch already under way when the store changes finishes its remaining share
+ * at the new speed). Returns the bytes verified in that time and those still
+ * in flight.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Oracle, Store } from "@sluice/testkit"
+ *
+ * const world = { recordBytes: 1000, budgetBytes: 256e6, partitions: 8, maxAgeMillis: 5_000 }
+ * const slow = { ...Store.defaultParams, baseLatencyMillis: 1_000 }
+ * const batch = Oracle.sent(slow, world, 0, 1e6, 100_000, 1e6)
+ * Oracle.advance(slow, world, [batch], 100).verifiedBytes // 0: a batch takes > 3 s
+ * ```
+ *
+ * @since 0.5.0
+ */
+export const advance = (
+  params: StoreParams,
+  world: OracleWorld,
+  inFlight: ReadonlyArray<InFlight>,
+  millis: number
+): { readonly verifiedBytes: number; readonly inFlight: ReadonlyArray<InFlight> } =>
+  advanceBy(inFlight, millis, (batch) => batchMillis(params, batch.objectBytes, Math.max(1, batch.objectBytes / world.recordBytes), params.errorRate))
+
+/**
+ * {@link advance} with the store time of a batch given by `storeMillis` (a
+ * model's, or one measured on a real store, as the replay's oracle does): each
+ * batch gains `millis ÷ storeMillis(batch)` of its store time; a batch whose
+ * store time is not finite (a store that answers nothing) waits.
+ *
+ * @since 0.5.0
+ */
+export const advanceBy = <A extends InFlight>(
+  inFlight: ReadonlyArray<A>,
+  millis: number,
+  storeMillis: (batch: A) => number
+): { readonly verifiedBytes: number; readonly inFlight: ReadonlyArray<A> } => {
+  let verifiedBytes = 0
+  const still: Array<A> = []
+  for (const batch of inFlight) {
+    const total = storeMillis(batch)
+    const done = Number.isFinite(total) && total > 0 ? batch.done + millis / total : Number.isFinite(total) ? 1 : batch.done
+    if (done >= 1) verifiedBytes += batch.bytes
+    else still.push({ ...batch, done })
+  }
+  return { verifiedBytes, inFlight: still }
 }

@@ -296,14 +296,23 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
     // and the memory budget allow in the current phase. Bytes it cannot serve in
     // a degraded phase carry over and are served later, so a pipeline gets no
     // credit beyond what an ideal one could have done.
+    // Its goodput counts when the store would verify what it serves, as the
+    // pipeline's does (`Oracle.advance`).
     let oracleQueue = scenario.source.backlogRecords * scenario.source.recordBytes
+    let oracleInFlight: ReadonlyArray<Oracle.InFlight> = []
     for (let step = 1; step <= steps; step++) {
       const inflow = log.inflowBytesPerSecond((step - 1) * sampleMillis)
       oracleQueue += (inflow * sampleMillis) / 1000
-      const servable = (Oracle.capacity(store.params(), world, oracleQueue, inflow) * sampleMillis) / 1000
-      const served = Math.min(oracleQueue, servable)
-      oracleQueue -= served
       const paramsAtStart = store.params()
+      const servable = (Oracle.capacity(paramsAtStart, world, oracleQueue, inflow) * sampleMillis) / 1000
+      const served = Math.min(oracleQueue, servable)
+      if (served > 0) {
+        const rate = (served * 1000) / sampleMillis
+        oracleInFlight = [...oracleInFlight, Oracle.sent(paramsAtStart, world, oracleQueue, inflow, served, rate)]
+      }
+      oracleQueue -= served
+      const oracle = Oracle.advance(paramsAtStart, world, oracleInFlight, sampleMillis)
+      oracleInFlight = oracle.inFlight
       rowWorld.push({ params: paramsAtStart, inflow })
       yield* TestClock.adjust(sampleMillis)
       if (failures.length > 0) break
@@ -326,7 +335,8 @@ const runScoped = <E>(scenario: Scenario, options: RunOptions<E>) =>
         lagRecords: o.lag,
         probing: instances.filter((x) => x.probing.size > 0).length,
         lagSeconds: Math.round(Math.max(0, ...instances.map((x) => x.consumer.uncommittedAgeAt(t)))) / 1000,
-        heldBytes: Math.max(0, ...instances.map((x) => x.meter.held()))
+        heldBytes: Math.max(0, ...instances.map((x) => x.meter.held())),
+        oracleVerifiedBytesPerSecond: Math.round((oracle.verifiedBytes * 1000) / sampleMillis)
       })
       options.onRow?.(rows[rows.length - 1] as TraceRow)
       lastVerified = o.verified

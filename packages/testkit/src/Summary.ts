@@ -4,7 +4,7 @@
  *
  * | metric | definition |
  * |---|---|
- * | `goodputRatio` | payload bytes verified (counted at the store) ÷ bytes the oracle served: an ideal pipeline, a fluid queue fed by the inflow and served at the best capacity any object size and in-flight allow (see `Oracle`); an upper bound, so above ~1 is a bug in the oracle |
+ * | `goodputRatio` | payload bytes verified (counted at the store) ÷ bytes the oracle got verified: an ideal pipeline, a fluid queue fed by the inflow and served at the best capacity any object size and in-flight allow, each byte counted one batch's store time after it is served (see `Oracle`); an upper bound, so above ~1 is a bug in the oracle |
  * | `phases` | one entry per window between consecutive events: `{ from, to, degraded, oracleKeepsUp, goodputRatio, maxLagSeconds }` |
  * | `worstPhaseGoodput` | lowest phase `goodputRatio` over degraded phases where the oracle keeps up with the inflow; `null` if none |
  * | `maxLagSeconds`, `meanLagSeconds` | freshness: age of the oldest record not yet committed (read or not), its maximum and time-weighted mean, from the simulated log's production times |
@@ -144,6 +144,9 @@ export const lastRevert = (phases: ReadonlyArray<Phase>, world: Oracle.OracleWor
   return revert
 }
 
+/** The oracle's verified bytes per second in `row` (its served bytes where the trace does not model them). */
+const oracleVerified = (row: TraceRow): number => row.oracleVerifiedBytesPerSecond ?? row.oracleBytesPerSecond
+
 /**
  * Per-phase figures: one {@link PhaseSummary} per window between consecutive
  * `boundaries` (ms, starting at 0 and ending at the run's duration). `world[i]`
@@ -173,7 +176,7 @@ export const phases = (
       if (row.t <= from || row.t > to) continue
       first ??= world[i]
       good += row.goodputBytesPerSecond
-      oracle += row.oracleBytesPerSecond
+      oracle += oracleVerified(row)
       if (row.lagSeconds > maxLag) maxLag = row.lagSeconds
     }
     if (first === undefined || base === undefined) continue
@@ -300,7 +303,7 @@ export const probeCost = (
  */
 export const goodputRatio = (rows: ReadonlyArray<TraceRow>, sampleMillis: number, bytesVerified: number): number => {
   let oracleBytes = 0
-  for (const row of rows) oracleBytes += (row.oracleBytesPerSecond * sampleMillis) / 1000
+  for (const row of rows) oracleBytes += (oracleVerified(row) * sampleMillis) / 1000
   return oracleBytes === 0 ? 1 : bytesVerified / oracleBytes
 }
 

@@ -19,8 +19,16 @@ export interface TraceRow {
   readonly inflightBytes: number
   /** Payload bytes verified in the window, per second. */
   readonly goodputBytesPerSecond: number
-  /** min(inflow, store capacity) in force in the window, bytes per second. */
+  /** What the oracle served in the window: min(queue, store capacity in force), bytes per second. */
   readonly oracleBytesPerSecond: number
+  /**
+   * What the oracle got verified in the window, bytes per second: each byte it
+   * served counts one batch's store time later (see `Oracle`), as a pipeline's
+   * bytes count when the store verifies them. Goodput ratios (whole run and per
+   * phase) use it; recovery and probe cost use the served bytes. Absent from
+   * traces that do not model it (the replay's measured oracle): the served bytes.
+   */
+  readonly oracleVerifiedBytesPerSecond?: number | undefined
   /** Object-upload latency percentiles of requests completed in the window; `null` if none. */
   readonly p50Millis: number | null
   readonly p95Millis: number | null
@@ -83,7 +91,8 @@ export const columns: ReadonlyArray<keyof TraceRow> = [
   "lagRecords",
   "probing",
   "lagSeconds",
-  "heldBytes"
+  "heldBytes",
+  "oracleVerifiedBytesPerSecond"
 ]
 
 const cell = (v: number | null): string =>
@@ -105,7 +114,7 @@ const cell = (v: number | null): string =>
  */
 export const toCsv = (trace: Trace): string => {
   const lines = [columns.join(",")]
-  for (const row of trace.rows) lines.push(columns.map((c) => cell(row[c])).join(","))
+  for (const row of trace.rows) lines.push(columns.map((c) => cell(row[c] ?? null)).join(","))
   return lines.join("\n") + "\n"
 }
 

@@ -65,6 +65,33 @@ describe("Oracle", () => {
     expect(Oracle.capacity(limited, world, Infinity, 0)).toBeLessThanOrEqual(2 * s)
   })
 
+  it("finds the smallest object that sustains a rate, at the highest concurrency that can", () => {
+    const p = { ...Store.defaultParams, knee: 8, jitter: 0, baseLatencyMillis: 100, bandwidthBytesPerSecond: 4e6 }
+    const rate = 0.5 * Oracle.capacity(p, world, Infinity, 0)
+    const s = Oracle.fastestObjectBytes(p, world, Infinity, 0, rate)
+    expect(s).not.toBeNull()
+    const at = (bytes: number) => (8 * bytes * 1000) / Oracle.batchMillis(p, bytes, bytes / world.recordBytes, 0)
+    expect(at(s ?? 0)).toBeGreaterThanOrEqual(rate * (1 - 1e-6))
+    expect(at((s ?? 0) * 0.99)).toBeLessThan(rate)
+    // Above capacity no object serves it.
+    expect(Oracle.fastestObjectBytes(p, world, Infinity, 0, 2 * Oracle.capacity(p, world, Infinity, 0))).toBeNull()
+  })
+
+  it("counts sent bytes one batch's store time later, the rest re-timed when the store changes", () => {
+    const p = { ...Store.defaultParams, knee: 8, jitter: 0, errorRate: 0, baseLatencyMillis: 1_000, bandwidthBytesPerSecond: 1e6 }
+    const fast = { ...p, baseLatencyMillis: 10, bandwidthBytesPerSecond: 100e6 }
+    const batch: Oracle.InFlight = { bytes: 5e6, objectBytes: 1e6, done: 0 }
+    const slowMillis = Oracle.batchMillis(p, 1e6, 1e6 / world.recordBytes, 0) // ≈ 4 s
+    const fastMillis = Oracle.batchMillis(fast, 1e6, 1e6 / world.recordBytes, 0) // ≈ 40 ms
+    const before = Oracle.advance(p, world, [batch], slowMillis * 0.99)
+    expect(before.verifiedBytes).toBe(0)
+    expect(Oracle.advance(p, world, before.inFlight, slowMillis * 0.02).verifiedBytes).toBe(5e6)
+    // Half its store time at the slow store; the other half at the fast one.
+    const half = Oracle.advance(p, world, [batch], slowMillis / 2)
+    expect(Oracle.advance(fast, world, half.inFlight, fastMillis * 0.49).verifiedBytes).toBe(0)
+    expect(Oracle.advance(fast, world, half.inFlight, fastMillis * 0.51).verifiedBytes).toBe(5e6)
+  })
+
   it("stops at the in-flight the store throttles above: requests let through above it add no throughput", () => {
     const p = { ...Store.defaultParams, knee: 16, throttleAbove: 4, jitter: 0 }
     const capped = Oracle.capacity({ ...p, knee: 4, throttleAbove: null }, world, Infinity, 0)

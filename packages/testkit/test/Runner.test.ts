@@ -145,6 +145,39 @@ describe("Runner", () => {
       expect(summary.worstPhaseGoodput).toBeLessThan(0.9)
     }))
 
+  it.effect("the oracle's bytes count when the store would verify them: none early in a phase whose batches take seconds", () =>
+    Effect.gen(function*() {
+      const { summary, trace } = yield* run({
+        ...base,
+        duration: "40 seconds",
+        store: { ...base.store, throttleAbove: null, jitter: 0 },
+        pipeline: { ...base.pipeline, memoryBudget: "1 GiB" },
+        events: [{ at: "10 seconds", store: { baseLatency: "1500 millis" } }]
+      })
+      expect(summary.phases[1]?.oracleKeepsUp).toBe(true)
+      // 30 MB/s arrive; a batch now takes three 1.5 s requests, so nothing the
+      // oracle sends in the slow phase's first second is verified in it.
+      const early = trace.rows.filter((r) => r.t > 10_000 && r.t <= 11_000)
+      let oracleBytes = 0
+      for (const r of early) oracleBytes += ((r.oracleVerifiedBytesPerSecond ?? Infinity) * trace.sampleMillis) / 1000
+      expect(oracleBytes).toBeLessThan(0.05 * 30e6)
+      // What it serves is unchanged: the inflow, from the phase's first row.
+      let served = 0
+      for (const r of early) served += (r.oracleBytesPerSecond * trace.sampleMillis) / 1000
+      expect(served).toBeCloseTo(30e6, -5)
+      // …and all of it is counted later: over the run it serves the inflow.
+      let total = 0
+      for (const r of trace.rows) total += ((r.oracleVerifiedBytesPerSecond ?? 0) * trace.sampleMillis) / 1000
+      expect(total).toBeGreaterThan(30e6 * (40 - 6))
+      // The summary judges the slow phase against the bytes verified, not those served.
+      const slow = trace.rows.filter((r) => r.t > 10_000 && r.t <= 40_000)
+      const good = slow.reduce((sum, r) => sum + r.goodputBytesPerSecond, 0)
+      const verified = slow.reduce((sum, r) => sum + (r.oracleVerifiedBytesPerSecond ?? 0), 0)
+      const servedInPhase = slow.reduce((sum, r) => sum + r.oracleBytesPerSecond, 0)
+      expect(summary.phases[1]?.goodputRatio).toBeCloseTo(good / verified, 2)
+      expect(Math.abs(good / verified - good / servedInPhase)).toBeGreaterThan(0.02)
+    }))
+
   it("checks expect bounds and names the failing metric", () => {
     const s = { goodputRatio: 0.5, recoverySeconds: null } as unknown as Summary.Summary
     const failures = Summary.check(s, { goodputRatio: { min: 0.9 }, recoverySeconds: { max: 10 } })
