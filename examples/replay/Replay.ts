@@ -4,7 +4,8 @@
  * (keep-alive) behind toxiproxy, the scenario's store mapped onto toxics and
  * its events applied at their wall-clock times; judged, per phase, against an
  * oracle measured on the real stack (a calibration sweep in each phase's
- * conditions), with the fields of `sluice-sim run --json` computed from
+ * conditions; its bytes counted when a batch of them would be verified,
+ * `MeasuredOracle`), with the fields of `sluice-sim run --json` computed from
  * outside the pipeline.
  *
  * The path: the sink → toxiproxy → the store proxy (`store-proxy.ts`, its
@@ -37,6 +38,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import * as SyntheticSource from "../soak/SyntheticSource.ts"
+import * as MeasuredOracle from "./MeasuredOracle.ts"
 import type * as StoreFaults from "./StoreFaults.ts"
 import * as StoreProxy from "./StoreProxy.ts"
 
@@ -347,6 +349,8 @@ export const replay = async (options: ReplayOptions) => {
     const rows: Array<{ readonly t: number; readonly goodput: number; readonly oracle: number; readonly lag: number; readonly held: number; readonly params: Store.StoreParams }> = []
     let lastVerified = 0
     let backlog = 0
+    // The oracle's bytes served and not yet verified (one entry per second served, each leaving after one batch's store time; bounded by the run's seconds).
+    let oracleInFlight: ReadonlyArray<MeasuredOracle.InFlight> = []
     let lagSum = 0
     const duration = scenario.duration
     for (let t = 1000; t <= duration; t += 1000) {
@@ -356,10 +360,15 @@ export const replay = async (options: ReplayOptions) => {
       const next = phases.find((p) => p.at === t)
       if (next !== undefined) await proxy.set(next.params)
       // The measured oracle: a fluid queue fed by the inflow, served at the phase's measured capacity.
+      const measuredPhase: MeasuredOracle.MeasuredPhase = { cells: capacities.get(keyOf(phase.params))?.cells ?? [], requestMillis: phase.params.baseLatencyMillis }
       const capacity = capacities.get(keyOf(phase.params))?.best ?? 0
       backlog += inflow
       const served = Math.min(capacity, backlog)
       backlog -= served
+      // Its bytes count when a batch of them would be verified, as the pipeline's do (`MeasuredOracle`).
+      const sent = served > 0 ? MeasuredOracle.sent(measuredPhase, served, served) : null
+      const oracleStep = MeasuredOracle.advance(measuredPhase, sent === null ? oracleInFlight : [...oracleInFlight, sent], 1000)
+      oracleInFlight = oracleStep.inFlight
       const goodput = verifiedBytes - lastVerified
       lastVerified = verifiedBytes
       // Freshness from the log's schedule: the oldest record not committed was produced at t0 + offset·P / rate.
@@ -368,7 +377,7 @@ export const replay = async (options: ReplayOptions) => {
       const lag = Math.max(0, (performance.now() - producedAt) / 1000)
       lagSum += lag
       const held = source.progress().read * recordBytes - verifiedBytes
-      rows.push({ t, goodput, oracle: served, lag, held, params: phase.params })
+      rows.push({ t, goodput, oracle: oracleStep.verifiedBytes, lag, held, params: phase.params })
       const knobs = handle.knobs.current()
       const stats = handle.stats()
       const p95 = Trace.quantile(windowLatencies, 0.95)
@@ -379,6 +388,7 @@ export const replay = async (options: ReplayOptions) => {
         inflightBytes: stats.inflightBytes,
         goodputBytesPerSecond: goodput,
         oracleBytesPerSecond: served,
+        oracleVerifiedBytesPerSecond: oracleStep.verifiedBytes,
         p50Millis: Trace.quantile(windowLatencies, 0.5),
         p95Millis: p95,
         latencyInflation: null,
