@@ -8,14 +8,15 @@
  * `MeasuredOracle`), with the fields of `sluice-sim run --json` computed from
  * outside the pipeline.
  *
- * The path: the sink → toxiproxy → the store proxy (`store-proxy.ts`, its
- * own process) → versitygw. What is mapped: `baseLatency` → a latency toxic
+ * The path: the sink → the store proxy (`store-proxy.ts`, its own process)
+ * → toxiproxy → versitygw. What is mapped: `baseLatency` → a latency toxic
  * on responses; `bandwidthPerRequest` → a bandwidth toxic on request bodies
  * (the sink's agent runs one request per connection at a time, so it is per
  * request); `knee`, `throttleAbove`/`throttleProbability`, `errorRate` and
  * `rateLimit` → the store proxy (`StoreFaults`: the simulator's fault model,
- * seeded with the scenario's seed; behind toxiproxy, so its answers pay the
- * latency). Where the host's own knee is lower than the scenario's, the
+ * seeded with the scenario's seed; in front of toxiproxy, so a request
+ * waiting for a slot does not move its body through the bandwidth toxic, and
+ * its own answers wait the base latency as the server's do). Where the host's own knee is lower than the scenario's, the
  * measured oracle sees it and each phase's `measuredKnee` says so. What is
  * not mapped: `jitter`, and `kneeQueue: "shared"` (the proxy queues above the
  * knee in arrival order, `"arrival"`; the result lists both under
@@ -61,6 +62,9 @@ export interface ReplayOptions {
   /** Every signal the pipeline published (but `Lag`), as it came: to replay through a policy's pure core (`Policy.replay`) offline. */
   readonly onSignal?: ((signal: unknown) => void) | undefined
 }
+
+/** The order of the replay's path, part of a cached oracle's key: oracles measured behind another path are measured again. */
+const PATH = "store-proxy, then toxiproxy"
 
 /** The most in-flight the oracle's grid measures at (the grid's top). */
 const MAX_ORACLE_INFLIGHT = 64
@@ -150,12 +154,16 @@ const faultsOf = (params: Store.StoreParams): StoreFaults.FaultParams => ({
   throttleAbove: params.throttleAbove,
   throttleProbability: params.throttleProbability,
   errorRate: params.errorRate,
-  rateLimit: params.rateLimit
+  rateLimit: params.rateLimit,
+  answerLatencyMillis: Math.round(params.baseLatencyMillis)
 })
 
-/** A proxy to the store proxy whose toxics follow the store (latency on answers, bandwidth on bodies). */
-const shaper = async (options: ReplayOptions, upstream: string) => {
-  const name = `sluice-replay-${process.pid}`
+/** toxiproxy proxies made by this process (each named by its pid and this count). */
+let shapers = 0
+
+/** A toxiproxy proxy to the S3 server whose toxics follow the store (latency on answers, bandwidth on bodies). */
+const shaper = async (options: Pick<ReplayOptions, "toxiproxy" | "scale">, upstream: string) => {
+  const name = `sluice-replay-${process.pid}-${++shapers}`
   const made = (await api(options.toxiproxy, "/proxies", "POST", { name, listen: "127.0.0.1:0", upstream: new URL(upstream).host })) as { readonly listen: string }
   let shaped = false
   const set = async (params: Store.StoreParams) => {
@@ -172,6 +180,38 @@ const shaper = async (options: ReplayOptions, upstream: string) => {
     }
   }
   return { endpoint: `http://${made.listen}`, set, close: () => api(options.toxiproxy, `/proxies/${name}`, "DELETE").catch(() => undefined) }
+}
+
+/** The replay's store: an endpoint that imposes a simulated store's params on the S3 server behind it. */
+export interface StorePath {
+  readonly endpoint: string
+  readonly set: (params: Store.StoreParams) => Promise<void>
+  readonly close: () => Promise<void>
+}
+
+/**
+ * The path a replay's requests take: the store proxy (faults and the serving
+ * limit, drawn from `seed`) → toxiproxy (latency and bandwidth toxics) → the
+ * S3 server. The proxy comes first so that a request waiting for a slot does
+ * not move its body through the bandwidth toxic.
+ */
+export const storePath = async (options: Pick<ReplayOptions, "s3" | "toxiproxy" | "scale">, seed: number): Promise<StorePath> => {
+  const shaped = await shaper(options, options.s3.endpoint)
+  const faults = await StoreProxy.start(shaped.endpoint, seed).catch(async (error: unknown) => {
+    await shaped.close()
+    throw error
+  })
+  return {
+    endpoint: faults.endpoint,
+    set: async (params) => {
+      await faults.set(faultsOf(params))
+      await shaped.set(params)
+    },
+    close: async () => {
+      await shaped.close()
+      faults.close()
+    }
+  }
 }
 
 /**
@@ -215,22 +255,7 @@ export const replay = async (options: ReplayOptions) => {
   const recordsPerSecond = inflow / recordBytes
   const budget = scenario.pipeline.memoryBudget
   const batchBytes = scenario.pipeline.batch.bytes
-  const faults = await StoreProxy.start(options.s3.endpoint, scenario.seed)
-  const shaped = await shaper(options, faults.endpoint).catch((error: unknown) => {
-    faults.close()
-    throw error
-  })
-  const proxy = {
-    endpoint: shaped.endpoint,
-    set: async (params: Store.StoreParams) => {
-      await faults.set(faultsOf(params))
-      await shaped.set(params)
-    },
-    close: async () => {
-      await shaped.close()
-      faults.close()
-    }
-  }
+  const proxy = await storePath(options, scenario.seed)
   const bucket = `replay-${Date.now().toString(36)}`
   // One config for the sweep's client and the sink (the sink uses the same client).
   const config = await Effect.runPromise(S3Config.decode({
@@ -255,7 +280,7 @@ export const replay = async (options: ReplayOptions) => {
       // The grid, and the store's own named points (its knee, the in-flight it throttles above).
       const named = [params.knee, params.throttleAbove ?? 0].filter((n) => n >= 1 && n <= MAX_ORACLE_INFLIGHT)
       const inflights = [...new Set([4, 8, 16, 32, 64, ...named])].sort((a, b) => a - b).filter((n) => n * Math.min(...sizes) <= budget)
-      const cacheKey = JSON.stringify({ store: keyOf(params), scale: options.scale, sizes, inflights, cellSeconds: options.cellSeconds, repeats: options.oracleRepeats })
+      const cacheKey = JSON.stringify({ path: PATH, store: keyOf(params), scale: options.scale, sizes, inflights, cellSeconds: options.cellSeconds, repeats: options.oracleRepeats })
       const cached = readCached(options.oracleCache, cacheKey)
       if (cached !== undefined) {
         capacities.set(keyOf(params), cached)

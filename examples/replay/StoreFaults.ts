@@ -25,6 +25,12 @@ export interface FaultParams {
   readonly errorRate: number
   /** Object uploads per second; `null` unlimited. */
   readonly rateLimit: number | null
+  /**
+   * How long the proxy's own answers (503, 500, 429) wait before they are sent,
+   * ms: the store's base latency. The shaper behind the proxy delays the
+   * server's answers; the simulator answers a failed request after it too.
+   */
+  readonly answerLatencyMillis: number
 }
 
 /**
@@ -40,7 +46,7 @@ export const servingLimit = (params: FaultParams): number | null =>
     : Math.max(1, params.knee === null ? params.throttleAbove : Math.min(params.knee, params.throttleAbove))
 
 /** No faults, no cap. */
-export const none: FaultParams = { knee: null, throttleAbove: null, throttleProbability: 0, errorRate: 0, rateLimit: null }
+export const none: FaultParams = { knee: null, throttleAbove: null, throttleProbability: 0, errorRate: 0, rateLimit: null, answerLatencyMillis: 0 }
 
 /** What the proxy does with one request. */
 export type Verdict =

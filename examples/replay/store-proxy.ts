@@ -4,7 +4,13 @@
  * the simulator's model) and its serving limit (the knee, or the in-flight it
  * throttles above when lower: `StoreFaults.servingLimit`) on real requests, forwarding
  * the rest byte for byte (SigV4 signatures still verify). The replay puts it
- * behind toxiproxy, so its answers pay the latency toxic like the server's.
+ * in front of toxiproxy (the shaper: latency and bandwidth toxics), so the
+ * serving limit holds before the bandwidth toxic: a request waiting here does
+ * not move its body through the toxic. Behind toxiproxy it did: the kernel's
+ * socket buffers took a waiting request's body at the toxic's rate, and a
+ * store throttling above 5 in flight carried 48 MB/s at 64 in flight where
+ * five at a time carry 16. Its own answers wait `answerLatencyMillis` (the
+ * store's base latency), as the server's answers wait for the latency toxic.
  *
  *   node --conditions=@sluice/source examples/replay/store-proxy.ts --upstream http://127.0.0.1:9000 --seed 13
  *
@@ -54,7 +60,7 @@ const errorXml = (code: string, message: string, path: string): string =>
 const answer = (req: Http.IncomingMessage, res: Http.ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}) => {
   // Read the body first so the client is not writing into a closed socket.
   req.resume()
-  req.on("end", () => {
+  req.on("end", () => setTimeout(() => {
     const body = req.method === "HEAD" ? "" : errorXml(code, message, req.url ?? "/")
     res.writeHead(status, {
       ...(body === "" ? {} : { "Content-Type": "application/xml" }),
@@ -63,7 +69,7 @@ const answer = (req: Http.IncomingMessage, res: Http.ServerResponse, status: num
       ...headers
     })
     res.end(body)
-  })
+  }, params.answerLatencyMillis))
 }
 
 /** Lets waiting requests through while a slot is free (after a release, or a raised limit; a lowered one lets none through until it is met). */
