@@ -16,8 +16,9 @@
  * `rateLimit` → the store proxy (`StoreFaults`: the simulator's fault model,
  * seeded with the scenario's seed; in front of toxiproxy, so a request
  * waiting for a slot does not move its body through the bandwidth toxic, and
- * its own answers wait the base latency as the server's do). Where the host's own knee is lower than the scenario's, the
- * measured oracle sees it and each phase's `measuredKnee` says so. What is
+ * its own answers wait the base latency as the server's do). Where the
+ * host's own knee is lower than the scenario's, the measured oracle sees it
+ * and each phase's `measuredKnee` says so. What is
  * not mapped: `jitter`, and `kneeQueue: "shared"` (the proxy queues above the
  * knee in arrival order, `"arrival"`; the result lists both under
  * `notMapped`, and `--write-sim` writes `"arrival"`). `--scale X` multiplies the inflow and every
