@@ -32,6 +32,8 @@ interface Drive {
   readonly rate?: number
   /** A throttle every this many steps. */
   readonly throttleEvery?: number
+  /** The throttles' HTTP status (503 SlowDown unless given; 429: the store limits the request rate). */
+  readonly throttleStatus?: number
 }
 
 /** Drives the core with a store whose latency is `a + b·bytes` for batches of the current target. */
@@ -52,7 +54,7 @@ const drive = (c: AdaptiveBatch.AdaptiveBatchConfig, a: number, bPerMiB: number,
         at: t + 1,
         knobs: { concurrency: options.limit, batchTarget: { records: 1_000_000, bytes: target, maxAgeMillis: 5_000 }, readGate: "open" as const, rate: options.rate ?? null }
       }]),
-      ...(options.throttleEvery !== undefined && i % options.throttleEvery === 0 ? [failure(t + 1, "Throttled", { startedAt: t - 50 })] : [])
+      ...(options.throttleEvery !== undefined && i % options.throttleEvery === 0 ? [failure(t + 1, "Throttled", { startedAt: t - 50, ...(options.throttleStatus === undefined ? {} : { status: options.throttleStatus, code: "TooManyRequests" }) })] : [])
     ].map((signal) => (signal._tag === "Inflight" && options.uploading !== undefined ? { ...signal, batches: options.uploading } : signal))
     for (const signal of signals) {
       const r = AdaptiveBatch.policy.step(s, signal, signal.at)
@@ -75,7 +77,7 @@ const drive = (c: AdaptiveBatch.AdaptiveBatchConfig, a: number, bPerMiB: number,
  */
 const memoryBound = (
   c: AdaptiveBatch.AdaptiveBatchConfig,
-  options: { readonly limit: number; readonly uploading: number; readonly queue?: (t: number) => number; readonly until: number; readonly fill?: number }
+  options: { readonly limit: number; readonly uploading: number; readonly queue?: (t: number) => number; readonly until: number; readonly fill?: number; readonly rate?: number }
 ) => {
   let s = AdaptiveBatch.policy.init(c)
   let target = s.target
@@ -86,7 +88,7 @@ const memoryBound = (
       sample(t, (80 + (160 * target) / MiB) * q, { bytes: target }),
       sample(t, 80 * q, { stage: "manifest_upload", bytes: 0 }),
       sample(t, 80 * q, { stage: "verify", bytes: 0 }),
-      { _tag: "Tick", at: t, knobs: { concurrency: options.limit, batchTarget: { records: 1_000_000, bytes: target, maxAgeMillis: 5_000 }, readGate: "open", rate: null } },
+      { _tag: "Tick", at: t, knobs: { concurrency: options.limit, batchTarget: { records: 1_000_000, bytes: target, maxAgeMillis: 5_000 }, readGate: "open", rate: options.rate ?? null } },
       { _tag: "Inflight", at: t + 1, batches: options.uploading, bytes: (options.fill ?? 0.95) * budget, openBytes: 0.1 * budget, budgetBytes: budget }
     ]
     for (const signal of signals) {
@@ -191,6 +193,25 @@ describe("AdaptiveBatch", () => {
     // A target that starts below initialBytes is not grown back up to it by this rule.
     const small = drive(config({ initialBytes: "4 MiB" }), 200, 1, 60_000, { limit: 4, uploading: 2 })
     expect(small.target).toBe(4 * MiB)
+  })
+
+  it("under a request rate, each upload's bytes are the throughput: memory full is not memory-bound, and a capped rate's spacing counts as per-batch cost", () => {
+    // Memory full, 50 of 100 slots in use — but a rate of 50 uploads a second
+    // keeps them there, not memory: no shrink (8 MiB without the rate, above).
+    expect(memoryBound(config({ initialBytes: "16 MiB" }), { limit: 100, uploading: 50, until: 20_000, rate: 50 })).toBe(16 * MiB)
+    expect(memoryBound(config({ initialBytes: "16 MiB" }), { limit: 100, uploading: 50, until: 20_000 })).toBeLessThanOrEqual(9 * MiB)
+    // Transfer dominates (1 ms + 100 ms per MiB: to the floor when nothing
+    // caps the requests, below). The store answers 429 and the rate in force
+    // is 2 uploads a second over 4 slots: a slot starts one every 2 s while
+    // 8 MiB transfers in 0.8 s — grow, to the memory share (16 MiB).
+    expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4, rate: 2, throttleEvery: 20, throttleStatus: 429 }).target).toBe(16 * MiB)
+    // The same rate after 503 SlowDown only (a backoff from overload, not a cap on requests): hold.
+    expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4, rate: 2, throttleEvery: 20 }).target).toBe(8 * MiB)
+    // A rate that spaces uploads less than their transfer: hold (no growth, and no shrink while it is in force).
+    expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4, rate: 20 }).target).toBe(8 * MiB)
+    // Throttled requests: smaller objects would mean more of them refused; hold.
+    expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4, throttleEvery: 20 }).target).toBe(8 * MiB)
+    expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4 }).target).toBe(MiB)
   })
 
   it("shrinks when transfer dominates so completely that overhead stays < shrinkBelow, down to the floor", () => {

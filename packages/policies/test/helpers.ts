@@ -23,14 +23,14 @@ export const sample = (
 export const failure = (
   at: number,
   failureClass: Failure.FailureClass,
-  options: { startedAt?: number; limitAtStart?: number; retryAfterMillis?: number; code?: string; stage?: Failure.Stage } = {}
+  options: { startedAt?: number; limitAtStart?: number; retryAfterMillis?: number; code?: string; status?: number; stage?: Failure.Stage } = {}
 ): SignalBus.FailureSignal => ({
   _tag: "Failure",
   at,
   failure: {
     failureClass,
     code: options.code ?? (failureClass === "Throttled" ? "SlowDown" : "InternalError"),
-    status: failureClass === "Throttled" ? 503 : 500,
+    status: options.status ?? (failureClass === "Throttled" ? 503 : 500),
     stage: options.stage ?? "object_upload",
     retryAfterMillis: options.retryAfterMillis
   },

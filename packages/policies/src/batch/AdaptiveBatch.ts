@@ -21,7 +21,8 @@
  *   limit`) when the window was **memory-bound** — bytes held ≥ `MEMORY_BOUND_AT`
  *   of the budget while fewer uploads ran than the concurrency limit allows —
  *   and the store does not queue (bodiless latency within 1.2× of its minimum
- *   over the last 3 windows): memory, not the store, bounds the uploads, and
+ *   over the last 3 windows), and no request rate is in force (a rate keeps
+ *   the uploads below the limit, not memory): memory bounds the uploads, and
  *   with per-request latency `a + b·s` a memory-bound pipeline moves `M / (a +
  *   b·s)`, more with smaller objects, up to the size at which the limit fits
  *   (a store 10× slower needs ~50 uploads of 16 MiB where 1 GiB holds ~50;
@@ -34,7 +35,13 @@
  *   fell to 6 MB/s, objects grown to 41 MiB for a 11 ms overhead took 6.8 s each,
  *   and an 8 s slow phase committed nothing);
  * - **grow** (×`GROWTH`), while requests bind or the window was queued, while
- *   overhead > `GROW_ABOVE · b · target` — bigger
+ *   the per-batch cost > `GROW_ABOVE · b · target` — the cost is the overhead,
+ *   or, under a request rate the store capped (it answered 429) that spaces a
+ *   slot's uploads further apart than they take (`limit ÷ rate` > the batch's
+ *   time), the rest of that spacing: a
+ *   rate caps uploads, not bytes, so each upload's bytes are the throughput
+ *   (a store allowing 15 uploads a second against 380 MB/s of inflow needs
+ *   25 MB objects; the family's rate-limit stores). Bigger
  *   objects buy throughput per request slot almost for free (also when the fit
  *   is not determined because every batch had the same size: growing creates the
  *   spread the fit needs) — unless the grown target would cross `OPEN_SHRINK_AT`,
@@ -61,8 +68,10 @@
  *   overshoot had grown it to 18; without the memory check, a catch-up after a
  *   throttle storm swung 18 ↔ 27 MiB (grown under the knee, shrunk back by the
  *   memory-bound rule);
- * - **shrink** when overhead < `SHRINK_BELOW · b · target` — transfer dominates so
- *   completely that smaller objects cost (almost) no throughput;
+ * - **shrink** when the per-batch cost < `SHRINK_BELOW · b · target` — transfer
+ *   dominates so completely that smaller objects cost (almost) no throughput —
+ *   unless the window saw a throttle or a request rate: then requests are what
+ *   the store caps, and smaller objects carry less through each;
  * - always within `[minBytes, min(maxObjectBytes, memoryShare · budget)]`.
  *
  * Bytes held by **sealed and uploading** batches never shrink the target: they
@@ -118,6 +127,8 @@ const WINDOW_MILLIS = 2_000
 const MIN_SAMPLES = 4
 /** Weight older samples keep in the least-squares fit, per sample (a memory of ~33 samples). */
 const FORGETTING = 0.97
+/** HTTP 429 Too Many Requests (RFC 6585): the store limits the rate of requests. */
+const TOO_MANY_REQUESTS = 429
 
 /**
  * Adaptive batch's config. Defaults and ranges:
@@ -180,6 +191,24 @@ const ceilingOf = (s: AdaptiveBatchState): number => {
  * @since 0.1.0
  */
 export const overheadMillis = (s: AdaptiveBatchState, a: number): number => Math.max(0, a) + s.manifestMillis + s.verifyMillis
+
+/**
+ * What a batch costs beyond its transfer time (ms, per concurrency slot): the
+ * store's per-batch overhead, or, when the store capped requests (it answered
+ * 429, and the rate in force follows it) and that rate spaces the uploads
+ * further apart than the store takes, the rest of the spacing. A rate cut
+ * after 503 SlowDown alone is a backoff from overload, where bigger objects
+ * only slow the climb back (`wide-throttle-storm`: 0.923 → 0.897 on its seed
+ * when they counted too). At
+ * `rate` uploads a second, `limit` slots start one upload each every
+ * `limit ÷ rate` seconds at most; a batch whose transfer takes `b · target`
+ * leaves its slot idle for the rest, which only a bigger object fills (under
+ * a rate, each upload carries the throughput: rate × object size).
+ */
+const batchCostMillis = (s: AdaptiveBatchState, a: number, b: number): number => {
+  const spacing = s.rateCapped && s.rate !== null && s.rate > 0 && s.limit > 0 ? (s.limit * 1000) / s.rate : 0
+  return Math.max(overheadMillis(s, a), spacing - b * s.target)
+}
 
 const EWMA = 0.1
 
@@ -312,10 +341,10 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
     // target grown for it goes back toward where it started.
     target = clamp(Math.max(Math.min(s.target, c.initialBytes), s.target / GROWTH))
     mode = target < s.target ? "shrinking" : "holding"
-  } else if (fit === undefined || fit.b <= 0 || overheadMillis(s, fit.a) > growAbove * fit.b * s.target) {
+  } else if (fit === undefined || fit.b <= 0 || batchCostMillis(s, fit.a, fit.b) > growAbove * fit.b * s.target) {
     target = mayGrow ? clamp(s.target * GROWTH) : clamp(s.target)
     mode = target > s.target ? "growing" : "holding"
-  } else if (overheadMillis(s, fit.a) < SHRINK_BELOW * fit.b * s.target) {
+  } else if (!s.requestBound && batchCostMillis(s, fit.a, fit.b) < SHRINK_BELOW * fit.b * s.target) {
     target = clamp(s.target / GROWTH)
     mode = "shrinking"
   } else {
@@ -384,6 +413,8 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
     batchesSum: 0,
     slotSignals: 0,
     requestBound: false,
+    rate: null,
+    rateCapped: false,
     atFloorSince: Infinity,
     proposed: config.initialBytes
   }),
@@ -413,7 +444,10 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
     } else if (signal._tag === "Inflight") {
       const budget = signal.budgetBytes
       const fill = budget > 0 ? signal.bytes / budget : 0
-      const bound = fill >= MEMORY_BOUND_AT && s.limit > 0 && signal.batches < s.limit
+      // Memory-bound: memory full while fewer uploads ran than the limit
+      // allows — unless a request rate paces them (then the rate, not memory,
+      // keeps them below the limit, and smaller objects carry less).
+      const bound = fill >= MEMORY_BOUND_AT && s.limit > 0 && signal.batches < s.limit && s.rate === null
       next = {
         ...s,
         budgetBytes: signal.budgetBytes,
@@ -426,9 +460,15 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
         slotSignals: s.slotSignals + (s.limit > 0 && signal.batches >= s.limit ? 1 : 0)
       }
     } else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") {
-      next = { ...s, requestBound: true }
+      next = { ...s, requestBound: true, rateCapped: s.rateCapped || signal.failure.status === TOO_MANY_REQUESTS }
     } else if (signal._tag === "Tick") {
-      next = { ...s, limit: signal.knobs.concurrency, requestBound: s.requestBound || signal.knobs.rate !== null }
+      next = {
+        ...s,
+        limit: signal.knobs.concurrency,
+        rate: signal.knobs.rate,
+        rateCapped: s.rateCapped && signal.knobs.rate !== null,
+        requestBound: s.requestBound || signal.knobs.rate !== null
+      }
     }
     if (next.windowStart === -Infinity) next = { ...next, windowStart: now }
     else if (now - next.windowStart >= WINDOW_MILLIS) next = decide(next, now)

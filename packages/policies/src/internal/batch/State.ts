@@ -43,6 +43,10 @@ export interface AdaptiveBatchState {
   readonly slotSignals: number
   /** The window saw a throttle, or a request-rate limit in force (`Tick`'s `rate`): requests, not slots, bound the uploads. */
   readonly requestBound: boolean
+  /** Uploads started per second in force (the last `Tick`'s `rate`; `null`: none): it paces the uploads, whatever memory and the concurrency limit allow. */
+  readonly rate: number | null
+  /** The store answered 429 (Too Many Requests: a request-rate limit) since the rate was last released: the rate in force stands for the store's cap on requests, not only a backoff from throttles. */
+  readonly rateCapped: boolean
   /** Since when the target has sat at the floor (`Infinity`: not at the floor). */
   readonly atFloorSince: number
   readonly proposed: number
