@@ -7,7 +7,8 @@
 # 1500): the simulator runs the scenario as the replay scales it (replay --write-sim). Each
 # run's summary, trace and plot go to OUT_DIR (default reports/sim-vs-real), then the table
 # per phase (sim, real, difference) to OUT_DIR/table.md and the report to OUT_DIR/index.html.
-# The simulator also runs each cell at SLUICE_SIM_SEEDS other seeds (default 8: 1…8), so the
+# The simulator runs from the workspace's sources, as the replay does (a built dist/ could be
+# older than the policies replayed). It also runs each cell at SLUICE_SIM_SEEDS other seeds (default 8: 1…8), so the
 # table sets the replay against the model's spread, not one draw of it.
 # SLUICE_SIM_VS_REAL_REPLAY=0 re-runs the simulator side only (the replays' summaries stay).
 # Oracles are measured once per store state and reused (OUT_DIR/oracle-cache). Bounded: each
@@ -41,13 +42,13 @@ for file in "${scenarios[@]}"; do
   for policy in "${policies[@]}"; do
     tag="$name.${policy//:/-}"
     echo "sim-vs-real: $name × $policy (simulator)" >&2
-    npx --no-install sluice-sim run "$out/$name.sim-scenario.json" --policy "$policy" --json --trace "$out/$tag.sim.csv" --plot "$out/$tag.sim.svg" \
+    "$node" --conditions=@sluice/source packages/testkit/src/bin.ts run "$out/$name.sim-scenario.json" --policy "$policy" --json --trace "$out/$tag.sim.csv" --plot "$out/$tag.sim.svg" \
       | tail -n 1 > "$out/$tag.sim.json" || true
     : > "$out/$tag.sim-seeds.jsonl"
     for seed in $(seq 1 "${SLUICE_SIM_SEEDS:-8}"); do
       "$node" -e 'const fs = require("node:fs"); const s = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); s.seed = Number(process.argv[2]); fs.writeFileSync(process.argv[3], JSON.stringify(s))' \
         "$out/$name.sim-scenario.json" "$seed" "$out/$name.seed.json"
-      npx --no-install sluice-sim run "$out/$name.seed.json" --policy "$policy" --json | tail -n 1 >> "$out/$tag.sim-seeds.jsonl" || true
+      "$node" --conditions=@sluice/source packages/testkit/src/bin.ts run "$out/$name.seed.json" --policy "$policy" --json | tail -n 1 >> "$out/$tag.sim-seeds.jsonl" || true
     done
     rm -f "$out/$name.seed.json"
     if [[ ${SLUICE_SIM_VS_REAL_REPLAY:-1} == 0 ]]; then continue; fi

@@ -41,7 +41,7 @@ import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import * as SyntheticSource from "../soak/SyntheticSource.ts"
 import * as MeasuredOracle from "./MeasuredOracle.ts"
-import type * as StoreFaults from "./StoreFaults.ts"
+import * as StoreFaults from "./StoreFaults.ts"
 import * as StoreProxy from "./StoreProxy.ts"
 
 /** What `replay` takes. */
@@ -278,9 +278,15 @@ export const replay = async (options: ReplayOptions) => {
       if (capacities.has(keyOf(params))) continue
       await proxy.set(params)
       const sizes = [batchBytes, Math.max(1 << 20, Math.floor(batchBytes / 4))]
-      // The grid, and the store's own named points (its knee, the in-flight it throttles above).
-      const named = [params.knee, params.throttleAbove ?? 0].filter((n) => n >= 1 && n <= MAX_ORACLE_INFLIGHT)
-      const inflights = [...new Set([4, 8, 16, 32, 64, ...named])].sort((a, b) => a - b).filter((n) => n * Math.min(...sizes) <= budget)
+      // The grid, and the store's own named points (its knee, the in-flight it
+      // throttles above), up to the most the store proxy forwards at once: above
+      // it requests only queue there (a cell of 64 uploads of 18 MiB at 0.58 MB/s
+      // each, five served at a time, takes 64 ÷ 5 rounds of ~31 s — over six
+      // minutes — and measures nothing the cell at five does not).
+      const serving = StoreFaults.servingLimit(faultsOf(params))
+      const named = [params.knee, params.throttleAbove ?? 0, serving ?? 0].filter((n) => n >= 1 && n <= MAX_ORACLE_INFLIGHT)
+      const inflights = [...new Set([4, 8, 16, 32, 64, ...named])].sort((a, b) => a - b)
+        .filter((n) => n * Math.min(...sizes) <= budget && (serving === null || n <= serving))
       const cacheKey = JSON.stringify({ path: PATH, store: keyOf(params), scale: options.scale, sizes, inflights, cellSeconds: options.cellSeconds, repeats: options.oracleRepeats })
       const cached = readCached(options.oracleCache, cacheKey)
       if (cached !== undefined) {

@@ -20,7 +20,7 @@ const smoke = {
   duration: "20 seconds",
   source: { recordsPerSecond: 10_000, recordBytes: 1000, partitions: 4 },
   store: { baseLatency: "5 millis", bandwidthPerRequest: "64 MiB/s", knee: 24, kneeQueue: "arrival", jitter: 0 },
-  // 32 MiB: the oracle grid stops at 32 in flight (the slow store's sweep took 34 s up to 64, 22 s up to 32), so the smoke runs in under 60 s (48 s).
+  // 32 MiB: the oracle grid stops at 32 in flight by memory (the slow store's sweep took 34 s up to 64, 22 s up to 32), and at the knee, 24, by the store proxy's serving limit.
   pipeline: { memoryBudget: "32 MiB", batch: { records: 20_000, bytes: "2 MiB", maxAge: "2 seconds" } },
   events: [{ at: "10 seconds", store: { baseLatency: "60 millis", bandwidthPerRequest: "2 MiB/s" } }]
 }
