@@ -5,12 +5,12 @@
  * proxy's own answers wait the store's base latency, as the server's do.
  * Timed from outside, with the real S3 client.
  */
-import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3"
+import { CreateBucketCommand, PutObjectCommand } from "@aws-sdk/client-s3"
 import { S3Errors } from "@sluice/adapter-s3"
 import { Store } from "@sluice/testkit"
 import { describe, expect, it } from "vitest"
 import { storePath } from "../replay/Replay.ts"
-import { endpoints } from "./services.ts"
+import { endpoints, s3Client } from "./services.ts"
 
 const toxiproxyUrl = (): string => {
   const url = process.env["SLUICE_TOXIPROXY_URL"]
@@ -22,13 +22,7 @@ describe("the replay's path (store proxy → toxiproxy → the real S3 server)",
   it("serves no more than the serving limit through the bandwidth toxic, and delays its own answers by the base latency", async () => {
     const { s3 } = endpoints()
     const path = await storePath({ s3, toxiproxy: toxiproxyUrl(), scale: 1 }, 3)
-    const client = new S3Client({
-      endpoint: path.endpoint,
-      region: s3.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
-      maxAttempts: 1
-    })
+    const client = s3Client(s3, path.endpoint)
     const bucket = `replay-path-${Date.now().toString(36)}`
     try {
       const store = (change: Partial<Store.StoreParams>): Store.StoreParams => ({ ...Store.defaultParams, jitter: 0, ...change })

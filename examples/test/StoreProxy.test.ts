@@ -5,7 +5,7 @@
  * knee that caps the requests reaching the server, counted by an upstream of
  * the test's own (outside the proxy).
  */
-import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3"
+import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3"
 import { S3Errors } from "@sluice/adapter-s3"
 import { Rng } from "@sluice/testkit"
 import * as Http from "node:http"
@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "vitest"
 import * as StoreFaults from "../replay/StoreFaults.ts"
 import * as StoreProxy from "../replay/StoreProxy.ts"
-import { endpoints, reachable } from "./services.ts"
+import { endpoints, reachable, s3Client } from "./services.ts"
 
 const at = (now: number, objectUpload = true, inflight = 1): StoreFaults.Request => ({ objectUpload, inflight, now })
 
@@ -148,13 +148,7 @@ describe("the store proxy (its own process)", { timeout: 60_000 }, () => {
   it("in front of the real S3 server: forwards signed requests unchanged, and answers 503 SlowDown, a bare 503 on HEAD, 500 and 429 + Retry-After as S3 does", async () => {
     const { s3 } = endpoints()
     const proxy = await StoreProxy.start(s3.endpoint, 7)
-    const client = new S3Client({
-      endpoint: proxy.endpoint,
-      region: s3.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
-      maxAttempts: 1
-    })
+    const client = s3Client(s3, proxy.endpoint)
     const bucket = `store-proxy-${Date.now().toString(36)}`
     const failure = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e)
     try {

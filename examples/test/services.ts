@@ -4,6 +4,7 @@
  * does not answer fails the test with a message saying how to start them; no
  * test is ever skipped for it.
  */
+import { S3Client } from "@aws-sdk/client-s3"
 import { Producer } from "@platformatic/kafka"
 import type { Admin } from "@platformatic/kafka"
 
@@ -34,6 +35,16 @@ export const endpoints = () => {
   }
   return { brokers, s3 }
 }
+
+/** An S3 client for `endpoint` with the S3 server's credentials, one attempt per request (a test sees every answer). */
+export const s3Client = (s3: ReturnType<typeof endpoints>["s3"], endpoint: string): S3Client =>
+  new S3Client({
+    endpoint,
+    region: s3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    maxAttempts: 1
+  })
 
 /**
  * The producer the examples' tests fill their topics with: idempotent, so the

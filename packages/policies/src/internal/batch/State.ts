@@ -45,7 +45,7 @@ export interface AdaptiveBatchState {
   readonly requestBound: boolean
   /** Uploads started per second in force (the last `Tick`'s `rate`; `null`: none): it paces the uploads, whatever memory and the concurrency limit allow. */
   readonly rate: number | null
-  /** The store answered 429 (Too Many Requests: a request-rate limit) since the rate was last released: the rate in force stands for the store's cap on requests, not only a backoff from throttles. */
+  /** The store answered 429 (Too Many Requests: a request-rate limit), and no `Tick` since found no rate in force: the rate in force stands for the store's cap on requests, not only a backoff from throttles. */
   readonly rateCapped: boolean
   /** Since when the target has sat at the floor (`Infinity`: not at the floor). */
   readonly atFloorSince: number
