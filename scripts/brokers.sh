@@ -22,7 +22,7 @@ case " $* " in *" --help "*|*" -h "*|*" --completions"*) exec "$node" --conditio
 
 s3_was_up=0
 cluster_was_up=0
-bash scripts/s3-server.sh status >/dev/null 2>&1 && s3_was_up=1
+case "$(bash scripts/s3-server.sh status 2>/dev/null || true)" in running*) s3_was_up=1 ;; esac # running, healthy or not: not ours to stop
 bash scripts/kafka-cluster.sh status >/dev/null 2>&1 && cluster_was_up=1
 stop_started() {
   if [[ $cluster_was_up == 0 ]]; then bash scripts/kafka-cluster.sh down >&2 || true; fi

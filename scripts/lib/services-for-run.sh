@@ -7,8 +7,12 @@
 services_for_run() {
   s3_was_up=0
   kafka_was_up=0
-  bash scripts/s3-server.sh status >/dev/null 2>&1 && s3_was_up=1
-  bash scripts/kafka-broker.sh status >/dev/null 2>&1 && kafka_was_up=1
+  # Up means its process runs, healthy or not yet: a service someone else started
+  # is never stopped here. (On `status`'s exit code alone, a health check slow under
+  # load read the test suite's shared broker as down, and this run's exit trap
+  # stopped it under the tests still using it.)
+  case "$(bash scripts/s3-server.sh status 2>/dev/null || true)" in running*) s3_was_up=1 ;; esac
+  case "$(bash scripts/kafka-broker.sh status 2>/dev/null || true)" in running* | "starting or unhealthy"*) kafka_was_up=1 ;; esac
   stop_started_services() {
     if [[ $kafka_was_up == 0 ]]; then bash scripts/kafka-broker.sh down >&2 || true; fi
     if [[ $s3_was_up == 0 ]]; then bash scripts/s3-server.sh down >&2 || true; fi
