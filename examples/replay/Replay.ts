@@ -278,15 +278,15 @@ export const replay = async (options: ReplayOptions) => {
       if (capacities.has(keyOf(params))) continue
       await proxy.set(params)
       const sizes = [batchBytes, Math.max(1 << 20, Math.floor(batchBytes / 4))]
-      // The grid, and the store's own named points (its knee, the in-flight it
-      // throttles above), up to the most the store proxy forwards at once: above
-      // it requests only queue there (a cell of 64 uploads of 18 MiB at 0.58 MB/s
-      // each, five served at a time, takes 64 ÷ 5 rounds of ~31 s — over six
-      // minutes — and measures nothing the cell at five does not).
-      const serving = StoreFaults.servingLimit(faultsOf(params))
-      const named = [params.knee, params.throttleAbove ?? 0, serving ?? 0].filter((n) => n >= 1 && n <= MAX_ORACLE_INFLIGHT)
-      const inflights = [...new Set([4, 8, 16, 32, 64, ...named])].sort((a, b) => a - b)
-        .filter((n) => n * Math.min(...sizes) <= budget && (serving === null || n <= serving))
+      // The grid up to the most the store proxy forwards at once (its serving
+      // limit: the knee, or the in-flight it throttles above when lower), and
+      // that limit itself. Above it requests only queue there: a cell of 64
+      // uploads of 18 MiB at 0.58 MB/s each, five served at a time, takes 64 ÷ 5
+      // rounds of ~31 s — over six minutes — and measures nothing the cell at
+      // five does not.
+      const most = Math.min(StoreFaults.servingLimit(faultsOf(params)) ?? MAX_ORACLE_INFLIGHT, MAX_ORACLE_INFLIGHT)
+      const inflights = [...new Set([4, 8, 16, 32, 64, most])].sort((a, b) => a - b)
+        .filter((n) => n <= most && n * Math.min(...sizes) <= budget)
       const cacheKey = JSON.stringify({ path: PATH, store: keyOf(params), scale: options.scale, sizes, inflights, cellSeconds: options.cellSeconds, repeats: options.oracleRepeats })
       const cached = readCached(options.oracleCache, cacheKey)
       if (cached !== undefined) {
@@ -392,8 +392,9 @@ export const replay = async (options: ReplayOptions) => {
       const next = phases.find((p) => p.at === t)
       if (next !== undefined) await proxy.set(next.params)
       // The measured oracle: a fluid queue fed by the inflow, served at the phase's measured capacity.
-      const measuredPhase: MeasuredOracle.MeasuredPhase = { cells: capacities.get(keyOf(phase.params))?.cells ?? [], requestMillis: phase.params.baseLatencyMillis }
-      const capacity = capacities.get(keyOf(phase.params))?.best ?? 0
+      const measured = capacities.get(keyOf(phase.params))
+      const measuredPhase: MeasuredOracle.MeasuredPhase = { cells: measured?.cells ?? [], requestMillis: phase.params.baseLatencyMillis }
+      const capacity = measured?.best ?? 0
       backlog += inflow
       const served = Math.min(capacity, backlog)
       backlog -= served

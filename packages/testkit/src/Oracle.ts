@@ -136,14 +136,21 @@ export const capacity = (
   let best = 0
   const limit = servingLimit(params)
   for (let c = 1; c <= limit; c++) {
-    const s = largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond)
-    const records = Math.max(1, s / world.recordBytes)
-    const millis = batchMillis(params, s, records, failureOf(params))
-    let bytesPerSecond = Number.isFinite(millis) ? (c * s * 1000) / millis : 0
-    if (params.rateLimit !== null) bytesPerSecond = Math.min(bytesPerSecond, params.rateLimit * s)
+    const bytesPerSecond = throughputAt(params, world, c, largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond), failureOf(params))
     if (bytesPerSecond > best) best = bytesPerSecond
   }
   return best
+}
+
+/**
+ * Payload bytes per second of `c` uploads at once of `s`-byte objects, each
+ * request failing with probability `failure`: the store's batch time, within
+ * the rate limit.
+ */
+const throughputAt = (params: StoreParams, world: OracleWorld, c: number, s: number, failure: number): number => {
+  const millis = batchMillis(params, s, Math.max(1, s / world.recordBytes), failure)
+  const byStore = Number.isFinite(millis) ? (c * s * 1000) / millis : 0
+  return params.rateLimit === null ? byStore : Math.min(byStore, params.rateLimit * s)
 }
 
 /**
@@ -168,11 +175,9 @@ export const fastestObjectBytes = (
   inflowBytesPerSecond: number,
   bytesPerSecond: number
 ): number | null => {
-  const throughput = (c: number, s: number): number => {
-    const millis = batchMillis(params, s, Math.max(1, s / world.recordBytes), params.errorRate)
-    const byStore = Number.isFinite(millis) ? (c * s * 1000) / millis : 0
-    return params.rateLimit === null ? byStore : Math.min(byStore, params.rateLimit * s)
-  }
+  // Failures at `errorRate` only: {@link capacity} also counts a SlowDown
+  // outage's refusals (`throttleAbove: 0`), this does not (a known difference).
+  const throughput = (c: number, s: number): number => throughputAt(params, world, c, s, params.errorRate)
   const wanted = bytesPerSecond * (1 - 1e-9)
   for (let c = servingLimit(params); c >= 1; c--) {
     const largest = largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond)
