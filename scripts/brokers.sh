@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/run-source.sh
+. scripts/lib/service-running.sh
 node=$(repo_node)
 # The help and the completion script, before anything starts.
 case " $* " in *" --help "*|*" -h "*|*" --completions"*) exec "$node" --conditions=@sluice/source examples/brokers/main.ts "$@" ;; esac
@@ -22,7 +23,7 @@ case " $* " in *" --help "*|*" -h "*|*" --completions"*) exec "$node" --conditio
 
 s3_was_up=0
 cluster_was_up=0
-case "$(bash scripts/s3-server.sh status 2>/dev/null || true)" in running*) s3_was_up=1 ;; esac # running, healthy or not: not ours to stop
+service_running scripts/s3-server.sh && s3_was_up=1 # running, healthy or not: not ours to stop
 bash scripts/kafka-cluster.sh status >/dev/null 2>&1 && cluster_was_up=1
 stop_started() {
   if [[ $cluster_was_up == 0 ]]; then bash scripts/kafka-cluster.sh down >&2 || true; fi

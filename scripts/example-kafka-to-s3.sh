@@ -65,8 +65,9 @@ svc() { bash "$root/scripts/$1" "$2"; }
 # Which services were up before: only the others are stopped at the end.
 s3_was_up=0
 kafka_was_up=0
-case "$(svc s3-server.sh status 2>/dev/null || true)" in running*) s3_was_up=1 ;; esac # running, healthy or not: not ours to stop
-case "$(svc kafka-broker.sh status 2>/dev/null || true)" in running* | "starting or unhealthy"*) kafka_was_up=1 ;; esac
+. "$root/scripts/lib/service-running.sh"
+service_running "$root/scripts/s3-server.sh" && s3_was_up=1 # running, healthy or not: not ours to stop
+service_running "$root/scripts/kafka-broker.sh" && kafka_was_up=1
 archiver=""
 stop_started() {
   if [[ -n $archiver ]] && kill -0 "$archiver" 2>/dev/null; then kill -KILL "$archiver" 2>/dev/null || true; fi
