@@ -23,6 +23,8 @@ set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
+# shellcheck source=scripts/lib/await-healthy.sh
+. "$SCRIPT_DIR/lib/await-healthy.sh"
 POM="$SCRIPT_DIR/kafka/pom.xml"
 LOG4J_CONF="$SCRIPT_DIR/kafka/log4j2.properties"
 
@@ -193,12 +195,12 @@ cmd_up() {
   local pid
   if pid="$(running_pid)"; then
     PORT="$(running_port)"
-    if metadata_ready "$PORT"; then
+    if await_healthy "$START_TIMEOUT" "$pid" metadata_ready "$PORT"; then
       log "already running (pid $pid) on 127.0.0.1:$PORT"
       write_env_file
       return 0
     fi
-    log "pid $pid is running but not answering on 127.0.0.1:$PORT; restarting it"
+    log "pid $pid is running but not answering on 127.0.0.1:$PORT after ${START_TIMEOUT}s; restarting it"
     cmd_down
     PORT="${SLUICE_KAFKA_PORT:-19092}"
   fi

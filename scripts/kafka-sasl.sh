@@ -148,7 +148,7 @@ cmd_sasl_status() {
   local pid port
   if pid="$(sasl_pid)"; then
     port="$(sasl_running_internal_port)"
-    if metadata_ready "$port" && [[ -f "$SASL_ENV" ]]; then
+    if sasl_ready; then
       echo "running: pid $pid, SASL_SSL $(sed -n 's/^SLUICE_KAFKA_SASL_BROKERS=//p' "$SASL_ENV") ($SASL_MECHANISM), Kafka $KAFKA_VERSION"
       return 0
     fi
@@ -183,12 +183,19 @@ cmd_sasl_down() {
   rm -rf -- "$SASL_DIR" "$SASL_ENV"
 }
 
+# The running broker answers metadata on its INTERNAL port and its env file is written.
+sasl_ready() { metadata_ready "$(sasl_running_internal_port)" && [[ -f "$SASL_ENV" ]]; }
+
 cmd_sasl_up() {
-  if cmd_sasl_status >/dev/null 2>&1; then
-    slog "already running: $(cmd_sasl_status)"
-    return 0
+  local pid
+  if pid="$(sasl_pid)"; then
+    if await_healthy "$SASL_START_TIMEOUT" "$pid" sasl_ready; then
+      slog "already running: $(cmd_sasl_status)"
+      return 0
+    fi
+    slog "pid $pid is running but not answering after ${SASL_START_TIMEOUT}s; restarting it"
   fi
-  cmd_sasl_down 2>/dev/null || true  # leftovers of a broker that died without `down`
+  cmd_sasl_down 2>/dev/null || true  # leftovers of a broker that died without `down`, or one not answering
   cmd_install
   local p
   for p in "$SASL_PORT" "$SASL_INTERNAL_PORT" "$SASL_CONTROLLER_PORT"; do

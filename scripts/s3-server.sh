@@ -27,6 +27,8 @@ VERSITYGW_MODULE="github.com/versity/versitygw"
 VERSITYGW_VERSION="v1.8.0" # pinned; the only version the Go module proxy lists (checked 2026-11)
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib/await-healthy.sh
+. "$REPO_ROOT/scripts/lib/await-healthy.sh"
 SERVICES_DIR="${SLUICE_SERVICES_DIR:-$REPO_ROOT/.services}" # SLUICE_SERVICES_DIR: a second instance elsewhere (npm run faults)
 PID_FILE="$SERVICES_DIR/s3.pid"
 LOG_FILE="$SERVICES_DIR/s3.log"
@@ -132,12 +134,12 @@ cmd_up() {
     running_port="$(state_get PORT)"
     [[ "$running_port" == "$PORT" ]] \
       || die "already running (pid $pid) on port ${running_port:-?}, not $PORT; run '$0 down' first"
-    if healthy "$PORT"; then
+    if await_healthy "$START_TIMEOUT" "$pid" healthy "$PORT"; then
       write_env "$PORT" "$(state_get ACCESS_KEY)" "$(state_get SECRET_KEY)"
       log "already running and healthy (pid $pid) at http://$HOST:$PORT"
       return 0
     fi
-    die "pid $pid is running but http://$HOST:$PORT$HEALTH_PATH does not answer 200; run '$0 down' then '$0 up'. Log tail:
+    die "pid $pid is running but http://$HOST:$PORT$HEALTH_PATH has not answered 200 within ${START_TIMEOUT}s; run '$0 down' then '$0 up'. Log tail:
 $(tail -n 30 "$LOG_FILE" 2>/dev/null)"
   fi
   if [[ -n "$pid" || -f "$STATE_FILE" ]]; then

@@ -101,11 +101,17 @@ cmd_tls_down() {
 }
 
 cmd_tls_up() {
-  if cmd_tls_status >/dev/null 2>&1; then
-    tlog "already running: $(cmd_tls_status)"
-    return 0
+  local running running_port
+  running="$(read_pid)"
+  if is_our_process "$running"; then
+    running_port="$(state_get PORT)"
+    if await_healthy "$START_TIMEOUT" "$running" healthy_tls "${running_port:-$PORT}"; then
+      tlog "already running: $(cmd_tls_status)"
+      return 0
+    fi
+    tlog "pid $running is running but not answering after ${START_TIMEOUT}s; restarting it"
   fi
-  cmd_tls_down 2>/dev/null || true  # leftovers of an instance that died without `down`
+  cmd_tls_down 2>/dev/null || true  # leftovers of an instance that died without `down`, or one not answering
   [[ "$(installed_version)" == "$VERSITYGW_VERSION" ]] || cmd_install
   command -v curl >/dev/null || tdie "curl not found on PATH (needed for the readiness check)"
   port_in_use "$PORT" && tdie "port $HOST:$PORT is already in use by another process (set SLUICE_S3_TLS_PORT)"

@@ -20,6 +20,8 @@ MODULE="github.com/Shopify/toxiproxy/v2"
 VERSION="v2.5.0" # pinned; the Go module proxy lists v2.3.0 and v2.5.0 (checked 2026-12-01)
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib/await-healthy.sh
+. "$REPO_ROOT/scripts/lib/await-healthy.sh"
 SERVICES_DIR="${SLUICE_SERVICES_DIR:-$REPO_ROOT/.services}" # SLUICE_SERVICES_DIR: a second instance elsewhere (npm run faults)
 PID_FILE="$SERVICES_DIR/toxiproxy.pid"
 LOG_FILE="$SERVICES_DIR/toxiproxy.log"
@@ -29,6 +31,10 @@ BIN_DIR="$CACHE_DIR/bin"
 BIN="$BIN_DIR/toxiproxy-server"
 HOST="127.0.0.1"
 PORT="${SLUICE_TOXIPROXY_PORT:-18474}"
+# How long a start may take to answer, and how long `up` waits for a running
+# one that does not answer yet: a Go binary answers in well under a second, 20 s
+# covers a loaded machine.
+START_TIMEOUT=20
 
 log() { echo "toxiproxy: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -64,7 +70,9 @@ cmd_up() {
   mkdir -p "$SERVICES_DIR"
   local pid
   pid="$(read_pid)"
-  if is_ours "$pid" && healthy; then
+  if is_ours "$pid"; then
+    await_healthy "$START_TIMEOUT" "$pid" healthy \
+      || die "pid $pid is running but http://$HOST:$PORT/version has not answered 200 within ${START_TIMEOUT}s; run '$0 down' then '$0 up'"
     log "already running (pid $pid) at http://$HOST:$PORT"
     echo "SLUICE_TOXIPROXY_URL=http://$HOST:$PORT" >"$ENV_FILE"
     return 0
@@ -74,11 +82,11 @@ cmd_up() {
   LOG_LEVEL=warn setsid "$BIN" -host "$HOST" -port "$PORT" >>"$LOG_FILE" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PID_FILE"
-  local deadline=$((SECONDS + 20))
+  local deadline=$((SECONDS + START_TIMEOUT))
   until healthy; do
     kill -0 "$pid" 2>/dev/null || die "toxiproxy exited during startup. Log tail:
 $(tail -n 20 "$LOG_FILE")"
-    ((SECONDS < deadline)) || { kill "$pid" 2>/dev/null || true; die "toxiproxy not ready on $HOST:$PORT within 20 s"; }
+    ((SECONDS < deadline)) || { kill "$pid" 2>/dev/null || true; die "toxiproxy not ready on $HOST:$PORT within ${START_TIMEOUT} s"; }
     sleep 0.2
   done
   echo "SLUICE_TOXIPROXY_URL=http://$HOST:$PORT" >"$ENV_FILE"

@@ -42,8 +42,14 @@ const STATUS_TIMEOUT_MS = 15_000
 const script = (name: LazyServiceName, command: "up" | "down" | "status", timeout: number) =>
   spawnSync("bash", [join(REPO_ROOT, "scripts", `${name}.sh`), command], { cwd: REPO_ROOT, encoding: "utf8", timeout })
 
-/** Whether the service runs and answers (`scripts/<name>.sh status` exits 0). */
-export const isRunning = (name: LazyServiceName): boolean => script(name, "status", STATUS_TIMEOUT_MS).status === 0
+/**
+ * Whether the service's process runs, answering or not yet: `status` says
+ * "running" or "starting or unhealthy". Its exit code alone also reads a live
+ * service whose health probe is slow under load as stopped; the run's teardown
+ * would then leave it running, or a caller take a service another started for
+ * its own. (`scripts/lib/service-running.sh` reads the same lines.)
+ */
+export const isRunning = (name: LazyServiceName): boolean => /^(running|starting or unhealthy)/.test(script(name, "status", STATUS_TIMEOUT_MS).stdout ?? "")
 
 /** The variables of `.services/<name>.env` (`KEY=value` lines). */
 export const readEnv = (name: LazyServiceName): Readonly<Record<string, string>> => {
