@@ -175,9 +175,7 @@ export const fastestObjectBytes = (
   inflowBytesPerSecond: number,
   bytesPerSecond: number
 ): number | null => {
-  // Failures at `errorRate` only: {@link capacity} also counts a SlowDown
-  // outage's refusals (`throttleAbove: 0`), this does not (a known difference).
-  const throughput = (c: number, s: number): number => throughputAt(params, world, c, s, params.errorRate)
+  const throughput = (c: number, s: number): number => throughputAt(params, world, c, s, failureOf(params))
   const wanted = bytesPerSecond * (1 - 1e-9)
   for (let c = servingLimit(params); c >= 1; c--) {
     const largest = largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond)
@@ -231,7 +229,8 @@ export const sent = (
  * Advances the oracle's bytes in flight by `millis` of a store in state
  * `params`: each batch gains `millis ÷ batchMillis` of its store time (so a
  * batch already under way when the store changes finishes its remaining share
- * at the new speed). Returns the bytes verified in that time and those still
+ * at the new speed; on a store refusing every request, a SlowDown outage, it
+ * waits). Failures count as in {@link capacity}. Returns the bytes verified in that time and those still
  * in flight.
  *
  * **Example**
@@ -253,7 +252,7 @@ export const advance = (
   inFlight: ReadonlyArray<InFlight>,
   millis: number
 ): { readonly verifiedBytes: number; readonly inFlight: ReadonlyArray<InFlight> } =>
-  advanceBy(inFlight, millis, (batch) => batchMillis(params, batch.objectBytes, Math.max(1, batch.objectBytes / world.recordBytes), params.errorRate))
+  advanceBy(inFlight, millis, (batch) => batchMillis(params, batch.objectBytes, Math.max(1, batch.objectBytes / world.recordBytes), failureOf(params)))
 
 /**
  * {@link advance} with the store time of a batch given by `storeMillis` (a

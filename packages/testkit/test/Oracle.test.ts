@@ -92,6 +92,30 @@ describe("Oracle", () => {
     expect(Oracle.advance(fast, world, half.inFlight, fastMillis * 0.51).verifiedBytes).toBe(5e6)
   })
 
+  it("times its sent bytes with the failures capacity counts: a SlowDown outage's refusals too", () => {
+    const p = { ...Store.defaultParams, knee: 8, jitter: 0, errorRate: 0, baseLatencyMillis: 100, bandwidthBytesPerSecond: 4e6 }
+    const half = { ...p, throttleAbove: 0, throttleProbability: 0.5 }
+    const outage = { ...p, throttleAbove: 0, throttleProbability: 1 }
+    const batch: Oracle.InFlight = { bytes: 5e6, objectBytes: 1e6, done: 0 }
+    // Half the requests refused: each of the batch's three costs one more base-latency round trip.
+    const refusedMillis = Oracle.batchMillis(half, 1e6, 1e6 / world.recordBytes, 0.5)
+    expect(refusedMillis).toBeCloseTo(Oracle.batchMillis(p, 1e6, 1e6 / world.recordBytes, 0) + 3 * 100, 6)
+    expect(Oracle.advance(half, world, [batch], refusedMillis * 0.99).verifiedBytes).toBe(0)
+    expect(Oracle.advance(half, world, [batch], refusedMillis * 1.01).verifiedBytes).toBe(5e6)
+    // A batch under way when the outage begins waits through it, then finishes.
+    const started = Oracle.advance(p, world, [batch], 100)
+    const during = Oracle.advance(outage, world, started.inFlight, 60_000)
+    expect(during.verifiedBytes).toBe(0)
+    expect(Oracle.advance(p, world, during.inFlight, Oracle.batchMillis(p, 1e6, 1e6 / world.recordBytes, 0)).verifiedBytes).toBe(5e6)
+    // The smallest object serving a rate on the refusing store is the one its capacity is reckoned with.
+    const rate = 0.5 * Oracle.capacity(half, world, Infinity, 0)
+    const s = Oracle.fastestObjectBytes(half, world, Infinity, 0, rate) ?? 0
+    // (Refusing however few are in flight, the store serves one at a time: its serving limit is 1.)
+    const at = (bytes: number) => (Store.servingLimit(half) * bytes * 1000) / Oracle.batchMillis(half, bytes, bytes / world.recordBytes, 0.5)
+    expect(at(s)).toBeGreaterThanOrEqual(rate * (1 - 1e-6))
+    expect(at(s * 0.99)).toBeLessThan(rate)
+  })
+
   it("stops at the in-flight the store throttles above: requests let through above it add no throughput", () => {
     const p = { ...Store.defaultParams, knee: 16, throttleAbove: 4, jitter: 0 }
     const capped = Oracle.capacity({ ...p, knee: 4, throttleAbove: null }, world, Infinity, 0)
