@@ -19,7 +19,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { REPO_ROOT } from "../../scripts/lib/LazyService.ts"
+import { alive, REPO_ROOT } from "../../scripts/lib/LazyService.ts"
 
 /** A port free now on 127.0.0.1 (the kernel's pick). */
 const freePort = (): Promise<number> =>
@@ -51,20 +51,23 @@ const upAsync = (instance: Instance): Promise<{ readonly code: number | null; re
   })
 
 const pidOf = (instance: Instance): number => Number(readFileSync(instance.pidFile, "utf8").trim())
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** How long the stopped process stays stopped while `up` waits: longer than any one health probe (2 s). */
 const STOPPED_MS = 4_000
 
 const dirs: Array<string> = []
 const started: Array<Instance> = []
+/** A private instance made by `make` on a free port, brought up; returns it and its pid. */
+const upInstance = async (make: (dir: string, port: number) => Instance): Promise<{ readonly instance: Instance; readonly pid: number }> => {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-service-up-"))
+  dirs.push(dir)
+  const instance = make(dir, await freePort())
+  const first = run(instance, "up")
+  expect(first.status, first.stderr).toBe(0)
+  started.push(instance)
+  return { instance, pid: pidOf(instance) }
+}
+
 afterEach(() => {
   for (const instance of started.splice(0)) {
     if (alive(pidOf(instance))) process.kill(pidOf(instance), "SIGCONT")
@@ -95,13 +98,7 @@ const instances: ReadonlyArray<{ readonly name: string; readonly make: (dir: str
 describe("a service script's up on a running service that does not answer yet", () => {
   for (const { name, make } of instances) {
     it(`${name}: waits for it and keeps the same process`, { timeout: 120_000 }, async () => {
-      const dir = mkdtempSync(join(tmpdir(), "sluice-service-up-"))
-      dirs.push(dir)
-      const instance = make(dir, await freePort())
-      const first = run(instance, "up")
-      expect(first.status, first.stderr).toBe(0)
-      started.push(instance)
-      const pid = pidOf(instance)
+      const { instance, pid } = await upInstance(make)
 
       process.kill(pid, "SIGSTOP")
       const second = upAsync(instance)
@@ -117,13 +114,7 @@ describe("a service script's up on a running service that does not answer yet", 
   }
 
   it("s3-tls.sh: restarts one still not answering at the start bound", { timeout: 120_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sluice-service-up-"))
-    dirs.push(dir)
-    const base = make3sTls(dir, await freePort())
-    const first = run(base, "up")
-    expect(first.status, first.stderr).toBe(0)
-    started.push(base)
-    const pid = pidOf(base)
+    const { instance: base, pid } = await upInstance(make3sTls)
 
     process.kill(pid, "SIGSTOP")
     const second = run(base, "up")

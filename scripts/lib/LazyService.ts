@@ -91,7 +91,8 @@ const LOCK_WAIT_MS = 120_000
 /** How often a waiter looks again. */
 const LOCK_POLL_MS = 50
 
-const alive = (pid: number): boolean => {
+/** Whether process `pid` exists (signal 0). */
+export const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
     return true
