@@ -342,12 +342,12 @@ export const replay = async (options: ReplayOptions) => {
     // throttle of any of them, as the simulated store counts its requests (a
     // rate over object uploads alone read the real store as refusing twice the
     // model's share: 0.08 against 0.04 on slower-throttle).
-    const request = <A, E extends { readonly failureClass: string }>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    const request = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
       Effect.suspend(() => {
         requests++
         return Effect.tapError(effect, (e) =>
           Effect.sync(() => {
-            if (e.failureClass === "Throttled") throttles++
+            if (typeof e === "object" && e !== null && "failureClass" in e && e.failureClass === "Throttled") throttles++
           }))
       })
     const counted: Sink.Sink = {
