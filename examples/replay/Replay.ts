@@ -31,7 +31,7 @@ import type { Store, Summary } from "@sluice/testkit"
 import { Calibrate, S3Config, S3Sink } from "@sluice/adapter-s3"
 import type { Calibration } from "@sluice/adapter-s3"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
-import { Pipeline } from "@sluice/core"
+import { Failure, Pipeline } from "@sluice/core"
 import type { Sink } from "@sluice/core"
 import { Composition } from "@sluice/policies"
 import { Cause, Effect, Exit, Fiber, Result, Scope, Stream } from "effect"
@@ -347,7 +347,7 @@ export const replay = async (options: ReplayOptions) => {
         requests++
         return Effect.tapError(effect, (e) =>
           Effect.sync(() => {
-            if (typeof e === "object" && e !== null && "failureClass" in e && e.failureClass === "Throttled") throttles++
+            if (e instanceof Failure.SinkFailure && e.failureClass === "Throttled") throttles++
           }))
       })
     const counted: Sink.Sink = {

@@ -136,7 +136,7 @@ export const capacity = (
   let best = 0
   const limit = servingLimit(params)
   for (let c = 1; c <= limit; c++) {
-    const bytesPerSecond = throughputAt(params, world, c, largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond), failureOf(params))
+    const bytesPerSecond = throughputAt(params, world, c, largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond))
     if (bytesPerSecond > best) best = bytesPerSecond
   }
   return best
@@ -144,11 +144,11 @@ export const capacity = (
 
 /**
  * Payload bytes per second of `c` uploads at once of `s`-byte objects, each
- * request failing with probability `failure`: the store's batch time, within
+ * request failing as {@link failureOf} says: the store's batch time, within
  * the rate limit.
  */
-const throughputAt = (params: StoreParams, world: OracleWorld, c: number, s: number, failure: number): number => {
-  const millis = batchMillis(params, s, Math.max(1, s / world.recordBytes), failure)
+const throughputAt = (params: StoreParams, world: OracleWorld, c: number, s: number): number => {
+  const millis = batchMillis(params, s, Math.max(1, s / world.recordBytes), failureOf(params))
   const byStore = Number.isFinite(millis) ? (c * s * 1000) / millis : 0
   return params.rateLimit === null ? byStore : Math.min(byStore, params.rateLimit * s)
 }
@@ -175,7 +175,7 @@ export const fastestObjectBytes = (
   inflowBytesPerSecond: number,
   bytesPerSecond: number
 ): number | null => {
-  const throughput = (c: number, s: number): number => throughputAt(params, world, c, s, failureOf(params))
+  const throughput = (c: number, s: number): number => throughputAt(params, world, c, s)
   const wanted = bytesPerSecond * (1 - 1e-9)
   for (let c = servingLimit(params); c >= 1; c--) {
     const largest = largestObjectBytes(world, c, queuedBytes, inflowBytesPerSecond)
