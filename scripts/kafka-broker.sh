@@ -255,25 +255,20 @@ launch() {
   echo "$pid" >"$PID_FILE"
   log "started pid $pid ($what, data $data); waiting for 127.0.0.1:$PORT ..."
 
-  local deadline=$((SECONDS + START_TIMEOUT))
-  while :; do
+  if ! await_healthy "$START_TIMEOUT" "$pid" listening "$PORT"; then
+    show_log_tail
     if ! kill -0 "$pid" 2>/dev/null; then
-      show_log_tail
       cmd_down 2>/dev/null
       die "broker process $pid exited during startup"
     fi
-    if port_open "$PORT" && metadata_ready "$PORT"; then
-      break
-    fi
-    if (( SECONDS >= deadline )); then
-      show_log_tail
-      log "broker not ready on 127.0.0.1:$PORT after ${START_TIMEOUT}s; stopping it"
-      cmd_down
-      die "broker not ready on 127.0.0.1:$PORT after ${START_TIMEOUT}s (SLUICE_KAFKA_START_TIMEOUT)"
-    fi
-    sleep 0.25
-  done
+    log "broker not ready on 127.0.0.1:$PORT after ${START_TIMEOUT}s; stopping it"
+    cmd_down
+    die "broker not ready on 127.0.0.1:$PORT after ${START_TIMEOUT}s (SLUICE_KAFKA_START_TIMEOUT)"
+  fi
 }
+
+# The broker on 127.0.0.1:$1 accepts connections and answers metadata.
+listening() { port_open "$1" && metadata_ready "$1"; }
 
 # The fault runs (examples/faults): SIGKILL the broker, its data kept, as a crash
 # leaves it; `start` brings it back on the same data (no format), as a restart does.

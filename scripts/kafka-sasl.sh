@@ -183,6 +183,9 @@ cmd_sasl_down() {
   rm -rf -- "$SASL_DIR" "$SASL_ENV"
 }
 
+# A broker just started: its SASL_SSL port accepts and it answers metadata on its INTERNAL port.
+sasl_listening() { port_open "$SASL_PORT" && metadata_ready "$SASL_INTERNAL_PORT"; }
+
 # The running broker answers metadata on its INTERNAL port and its env file is written.
 sasl_ready() { metadata_ready "$(sasl_running_internal_port)" && [[ -f "$SASL_ENV" ]]; }
 
@@ -229,16 +232,14 @@ cmd_sasl_up() {
     </dev/null >>"$SASL_OUT" 2>&1 9>&- &  # 9: the lock, not to be held by the broker
   echo $! >"$SASL_PID_FILE"
   slog "started pid $(cat "$SASL_PID_FILE") (cluster $cluster_id, data $data); waiting ..."
-  local deadline=$((SECONDS + SASL_START_TIMEOUT))
-  until port_open "$SASL_PORT" && metadata_ready "$SASL_INTERNAL_PORT"; do
-    sasl_pid >/dev/null || { tail -n 30 "$SASL_OUT" "$SASL_LOG" >&2 2>/dev/null || true; cmd_sasl_down; sdie "broker exited during startup"; }
-    if (( SECONDS >= deadline )); then
-      tail -n 30 "$SASL_OUT" "$SASL_LOG" >&2 2>/dev/null || true
-      cmd_sasl_down
-      sdie "broker not ready after ${SASL_START_TIMEOUT}s (SLUICE_KAFKA_SASL_START_TIMEOUT)"
-    fi
-    sleep 0.25
-  done
+  if ! await_healthy "$SASL_START_TIMEOUT" "$(cat "$SASL_PID_FILE")" sasl_listening; then
+    local exited=0
+    sasl_pid >/dev/null || exited=1
+    tail -n 30 "$SASL_OUT" "$SASL_LOG" >&2 2>/dev/null || true
+    cmd_sasl_down
+    ((exited == 0)) || sdie "broker exited during startup"
+    sdie "broker not ready after ${SASL_START_TIMEOUT}s (SLUICE_KAFKA_SASL_START_TIMEOUT)"
+  fi
   write_sasl_env "$password"
   slog "ready in $((SECONDS - start))s: SASL_SSL on 127.0.0.1:$SASL_PORT ($SASL_MECHANISM, user $SASL_USER); env in $SASL_ENV"
 }

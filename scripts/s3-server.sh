@@ -186,21 +186,17 @@ launch() {
   pid=$!
   echo "$pid" >"$PID_FILE"
 
-  local deadline=$((SECONDS + START_TIMEOUT))
-  until healthy "$PORT"; do
+  if ! await_healthy "$START_TIMEOUT" "$pid" healthy "$PORT"; then
     if ! kill -0 "$pid" 2>/dev/null; then
       cleanup_state
       die "versitygw exited during startup. Log tail ($LOG_FILE):
 $(tail -n 30 "$LOG_FILE")"
     fi
-    if ((SECONDS >= deadline)); then
-      stop_pid "$pid"
-      cleanup_state
-      die "versitygw not ready on http://$HOST:$PORT within ${START_TIMEOUT}s. Log tail ($LOG_FILE):
+    stop_pid "$pid"
+    cleanup_state
+    die "versitygw not ready on http://$HOST:$PORT within ${START_TIMEOUT}s. Log tail ($LOG_FILE):
 $(tail -n 30 "$LOG_FILE")"
-    fi
-    sleep 0.2
-  done
+  fi
 }
 
 cmd_kill() {

@@ -130,20 +130,14 @@ cmd_tls_up() {
     posix "$data_dir" >>"$LOG_FILE" 2>&1 </dev/null 9>&- &  # 9: the lock, not to be held by the server
   pid=$!
   echo "$pid" >"$PID_FILE"
-  local deadline=$((SECONDS + START_TIMEOUT))
-  until healthy_tls "$PORT"; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 30 "$LOG_FILE" >&2 || true
-      cmd_tls_down
-      tdie "versitygw exited during startup"
-    fi
-    if ((SECONDS >= deadline)); then
-      tail -n 30 "$LOG_FILE" >&2 || true
-      cmd_tls_down
-      tdie "versitygw not ready on https://$HOST:$PORT within ${START_TIMEOUT}s"
-    fi
-    sleep 0.2
-  done
+  if ! await_healthy "$START_TIMEOUT" "$pid" healthy_tls "$PORT"; then
+    local exited=0
+    kill -0 "$pid" 2>/dev/null || exited=1
+    tail -n 30 "$LOG_FILE" >&2 || true
+    cmd_tls_down
+    ((exited == 0)) || tdie "versitygw exited during startup"
+    tdie "versitygw not ready on https://$HOST:$PORT within ${START_TIMEOUT}s"
+  fi
   write_tls_env "$TLS_ACCESS_KEY" "$secret"
   tlog "versitygw $VERSITYGW_VERSION up (pid $pid) at https://$HOST:$PORT (private CA $CERTS/ca.pem); env in $ENV_FILE"
 }

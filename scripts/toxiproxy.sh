@@ -82,13 +82,12 @@ cmd_up() {
   LOG_LEVEL=warn setsid "$BIN" -host "$HOST" -port "$PORT" >>"$LOG_FILE" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PID_FILE"
-  local deadline=$((SECONDS + START_TIMEOUT))
-  until healthy; do
+  if ! await_healthy "$START_TIMEOUT" "$pid" healthy; then
     kill -0 "$pid" 2>/dev/null || die "toxiproxy exited during startup. Log tail:
 $(tail -n 20 "$LOG_FILE")"
-    ((SECONDS < deadline)) || { kill "$pid" 2>/dev/null || true; die "toxiproxy not ready on $HOST:$PORT within ${START_TIMEOUT} s"; }
-    sleep 0.2
-  done
+    kill "$pid" 2>/dev/null || true
+    die "toxiproxy not ready on $HOST:$PORT within ${START_TIMEOUT} s"
+  fi
   echo "SLUICE_TOXIPROXY_URL=http://$HOST:$PORT" >"$ENV_FILE"
   log "toxiproxy $VERSION up (pid $pid) at http://$HOST:$PORT; env in $ENV_FILE"
 }
