@@ -26,6 +26,8 @@ interface OpenBatch {
   caughtUp: boolean
   /** Reached `maxAge` and was left open by {@link Sealer.sealExpired}'s limit: sealed before any batch opened after it. */
   held: boolean
+  /** Its partition's share of the target ({@link staggerFactor}): it seals at the target × this. */
+  readonly scale: number
 }
 
 /**
@@ -43,7 +45,44 @@ export interface SealerOptions {
   readonly charge?: ((chunk: RecordChunk) => number) | undefined
   /** How sealed batches' bodies are compressed (default: not at all). */
   readonly compression?: Compression.Setting | undefined
+  /**
+   * Spreads the partitions' sealing points (0 ≤ stagger < 1; default 0, every
+   * batch at the target): a batch of partition `p` seals at the target ×
+   * {@link staggerFactor}`(p, stagger)`, records and bytes alike, never above
+   * the target. Partitions fed at the same rate then seal at different
+   * moments, so their uploads reach the store spread out instead of all at
+   * once (the pipeline's `batch.stagger` says what that buys).
+   */
+  readonly stagger?: number | undefined
 }
+
+/**
+ * The golden ratio's inverse, (√5 − 1) / 2. The fractional parts of `p × φ`
+ * for p = 0, 1, 2, … fill [0, 1) more evenly than those of any other
+ * multiplier (the three-gap theorem; "Fibonacci hashing"): any run of
+ * consecutive partitions gets shares spread over the stagger's whole range,
+ * no two alike.
+ */
+const GOLDEN = (Math.sqrt(5) - 1) / 2
+
+/**
+ * The share of the target at which partition `partition`'s batches seal:
+ * `1 − stagger × frac(partition × φ)`, in `(1 − stagger, 1]`; partition 0
+ * seals at the target itself.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Sealer } from "@sluice/core"
+ *
+ * Sealer.staggerFactor(0, 0.25) // 1
+ * Sealer.staggerFactor(1, 0.25) // 1 − 0.25 × 0.618… ≈ 0.845
+ * ```
+ *
+ * @since 0.5.0
+ */
+export const staggerFactor = (partition: number, stagger: number): number =>
+  stagger === 0 ? 1 : 1 - stagger * ((Math.abs(partition) * GOLDEN) % 1)
 
 /**
  * A mutable sealer. See the module doc.
@@ -76,11 +115,15 @@ export class Sealer {
   private readonly chargeOf: (chunk: RecordChunk) => number
   /** The batches' compression; undefined for none (batches then carry none). */
   private readonly compression: Compression.Setting | undefined
+  private readonly stagger: number
 
   constructor(options: SealerOptions = {}) {
     this.options = options
     this.chargeOf = options.charge ?? ((chunk) => chunk.bytes)
     this.compression = options.compression?.codec === "none" ? undefined : options.compression
+    const stagger = options.stagger ?? 0
+    if (!(stagger >= 0 && stagger < 1)) throw new RangeError(`Sealer: stagger must be in [0, 1), got ${stagger}`)
+    this.stagger = stagger
   }
 
   /** Number of open batches. */
@@ -109,13 +152,14 @@ export class Sealer {
           charge: 0,
           gap: this.pendingGaps.get(id),
           caughtUp: false,
-          held: false
+          held: false,
+          scale: staggerFactor(rest.partition, this.stagger)
         }
         this.pendingGaps.delete(id)
         this.open.set(id, batch)
       }
-      const roomRecords = target.records - batch.records
-      const roomBytes = target.bytes - batch.bytes
+      const roomRecords = scaled(target.records, batch.scale) - batch.records
+      const roomBytes = scaled(target.bytes, batch.scale) - batch.bytes
       if (rest.count < roomRecords && rest.bytes < roomBytes) {
         this.add(batch, rest)
         rest = undefined
@@ -288,6 +332,9 @@ export class Sealer {
     }
   }
 }
+
+/** `target × scale`, at least 1 (a target of 1 stays 1: every record alone). */
+const scaled = (target: number, scale: number): number => (scale === 1 ? target : Math.max(1, Math.floor(target * scale)))
 
 const keyOf = (source: string, partition: number): string => `${source}\u0000${partition}`
 

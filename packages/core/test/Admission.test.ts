@@ -124,7 +124,7 @@ describe("Admission", () => {
         commit: (partition, nextOffset) => Effect.sync(() => void committed.set(partition, nextOffset))
       }
       const scope = yield* Scope.make()
-      const handle = yield* Pipeline.start({ source, sink, config: { concurrency: 1, batch: { records: 100, maxAge: "60 seconds" } } }).pipe(
+      const handle = yield* Pipeline.start({ source, sink, config: { concurrency: 1, batch: { stagger: 0, records: 100, maxAge: "60 seconds" } } }).pipe(
         Scope.provide(scope)
       )
       yield* TestClock.adjust(5_000)

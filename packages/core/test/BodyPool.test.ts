@@ -65,7 +65,7 @@ describe("pooled bodies", () => {
         verify: (receipt) => Effect.succeed(receipt)
       }
       const source = Memory.source({ name: "t", partitions: PARTITIONS, records: PER_PARTITION, recordBytes: RECORD_BYTES })
-      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { concurrency: 8, batch: { records: BATCH_RECORDS } } }))
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { concurrency: 8, batch: { stagger: 0, records: BATCH_RECORDS } } }))
       expect(Exit.isSuccess(exit)).toBe(true)
       expect(overwritten).toBe(0)
       expectEveryRecordOnce(idsIn(copies.values()))
@@ -86,7 +86,7 @@ describe("pooled bodies", () => {
         }
       }
       const source = Memory.source({ name: "t", partitions: PARTITIONS, records: PER_PARTITION, recordBytes: RECORD_BYTES })
-      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { concurrency: 8, batch: { records: BATCH_RECORDS } } }))
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { concurrency: 8, batch: { stagger: 0, records: BATCH_RECORDS } } }))
       expect(Exit.isSuccess(exit)).toBe(true)
       expectEveryRecordOnce(idsIn([...memory.objects.values()].map((o) => o.body)))
       expect(buffers.size).toBe(RECORDS / BATCH_RECORDS)

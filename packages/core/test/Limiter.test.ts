@@ -170,7 +170,7 @@ describe("Limiter (alone)", () => {
         putObject: (batch: Parameters<typeof memory.putObject>[0]) =>
           Effect.flatMap(Clock.currentTimeMillis, (t) => (starts.push(t), memory.putObject(batch)))
       }
-      const fiber = yield* Effect.forkChild(Pipeline.run({ source, sink, config: { rate: 10, batch: { records: 50 } }, policies: eager }))
+      const fiber = yield* Effect.forkChild(Pipeline.run({ source, sink, config: { rate: 10, batch: { stagger: 0, records: 50 } }, policies: eager }))
       for (let t = 0; t < 10_000 && fiber.pollUnsafe() === undefined; t += 10) yield* TestClock.adjust(10)
       const exit = yield* Fiber.await(fiber)
       expect(Exit.isSuccess(exit)).toBe(true)

@@ -45,7 +45,7 @@ describe("Metrics", () => {
             })
             : undefined
       })
-      const exit = yield* runVirtual(Pipeline.run({ source, sink, meterProvider, config: { batch: { records: 250 } } }))
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, meterProvider, config: { batch: { stagger: 0, records: 250 } } }))
       expect(Exit.isSuccess(exit)).toBe(true)
       yield* Effect.promise(() => reader.forceFlush())
       const scopes = exporter.getMetrics().flatMap((r) => r.scopeMetrics)

@@ -72,7 +72,7 @@ describe("Pipeline", () => {
             : { state: s }
       }
       const exit = yield* runVirtual(
-        Pipeline.run({ source, sink, config: { batch: { records: 100 } }, policies: Policy.layer(shrink, {}) })
+        Pipeline.run({ source, sink, config: { batch: { records: 100, stagger: 0 } }, policies: Policy.layer(shrink, {}) })
       )
       expect(Exit.isSuccess(exit)).toBe(true)
       // Nothing was cancelled: every upload that started also completed.
@@ -204,6 +204,19 @@ describe("Pipeline", () => {
       expect(batch._tag).toBe("ConfigError")
       expect(batch.message).toBe(`pipeline: Expected at least 1 byte, got 0\n  at ["batch"]["bytes"]`)
     }))
+
+  it.effect("refuses a batch stagger outside [0, 1), naming the field; 0.25 by default", () =>
+    Effect.gen(function*() {
+      const source = () => Memory.source({ name: "t", partitions: 1, records: 1, recordBytes: 1 })
+      for (const stagger of [-0.1, 1, 2, Number.NaN]) {
+        const error = yield* Effect.flip(Pipeline.run({ source: source(), sink: Memory.sink(), config: { batch: { stagger } } }))
+        expect(error._tag).toBe("ConfigError")
+        expect(error.message).toContain(`at ["batch"]["stagger"]`)
+      }
+      const handle = yield* Pipeline.start({ source: source(), sink: Memory.sink(), config: {} })
+      expect(handle.config.batch.stagger).toBe(0.25)
+      expect((yield* handle.await).recordsCommitted).toBe(1)
+    }).pipe(Effect.scoped))
 
   it.effect("refuses a rate that is NaN, ±Infinity or ≤ 0; null is unlimited", () =>
     Effect.gen(function*() {

@@ -36,6 +36,45 @@ describe("Sealer", () => {
     expect(sealed[0]?.bytes).toBe(500)
   })
 
+  it("stagger: partitions fed alike seal at different moments, each below or at the target, partition 0 at it", () => {
+    // Ten partitions, each fed one 10-byte record per round, in lockstep: the
+    // round at which each partition's first batch seals on a 100-byte target.
+    const firstSeals = (stagger: number) => {
+      const sealer = new Sealer.Sealer({ stagger })
+      const sealedAt = new Map<number, number>()
+      const sizes: Array<number> = []
+      for (let round = 0; round < 40; round++) {
+        for (let p = 0; p < 10; p++) {
+          for (const b of sealer.append(Record.syntheticChunk("s", p, round, 1, 10), target(1_000, 100), round)) {
+            if (!sealedAt.has(b.partition)) sealedAt.set(b.partition, round)
+            sizes.push(b.bytes)
+          }
+        }
+      }
+      return { rounds: [...sealedAt.values()], sizes }
+    }
+    const inStep = firstSeals(0)
+    expect(new Set(inStep.rounds)).toEqual(new Set([9]))
+    const staggered = firstSeals(0.25)
+    // At 0.25 the ten partitions seal at 0.75–1× the target: rounds 7 to 9, not one.
+    expect(new Set(staggered.rounds).size).toBeGreaterThan(1)
+    expect(Math.min(...staggered.rounds)).toBeGreaterThanOrEqual(7)
+    expect(Math.max(...staggered.sizes)).toBeLessThanOrEqual(100)
+    // A batch seals at the record that would pass its share: within one record (10 B) of it.
+    expect(Math.min(...staggered.sizes)).toBeGreaterThan(75 - 10)
+    expect(Sealer.staggerFactor(0, 0.25)).toBe(1)
+    // Shares spread over (1 − stagger, 1], no two of the first hundred partitions alike.
+    const shares = Array.from({ length: 100 }, (_, p) => Sealer.staggerFactor(p, 0.25))
+    expect(new Set(shares).size).toBe(100)
+    expect(Math.min(...shares)).toBeGreaterThan(0.75)
+    expect(Math.max(...shares)).toBe(1)
+    // A record target of 1 stays 1 (every record alone), staggered or not.
+    const single = new Sealer.Sealer({ stagger: 0.25 })
+    expect(single.append(Record.syntheticChunk("s", 1, 0, 3, 10), target(1, 1_000), 0).map((b) => b.records)).toEqual([1, 1, 1])
+    expect(() => new Sealer.Sealer({ stagger: 1 })).toThrow(/stagger must be in \[0, 1\), got 1/)
+    expect(() => new Sealer.Sealer({ stagger: Number.NaN })).toThrow(/stagger/)
+  })
+
   it("seals on age only batches whose oldest record is old enough", () => {
     const sealer = new Sealer.Sealer()
     sealer.append(Record.syntheticChunk("s", 0, 0, 1, 10), target(100, 1_000), 0)

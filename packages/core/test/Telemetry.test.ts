@@ -26,7 +26,7 @@ describe("Telemetry", () => {
       let puts = 0
       const source = Memory.source({ name: "orders", partitions: 2, records: 200, recordBytes: 16 })
       const sink = Memory.sink({ fault: (op) => (op === "putObject" && puts++ === 0 ? throttled() : undefined) })
-      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { batch: { records: 100 } } }).pipe(Effect.withTracer(tracer)))
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { batch: { stagger: 0, records: 100 } } }).pipe(Effect.withTracer(tracer)))
       expect(Exit.isSuccess(exit)).toBe(true)
       const named = (name: string) => spans.filter((s) => s.name === name)
       // 4 batches: 5 upload attempts (one throttled), 4 manifests, 4 verifies; commits per partition advance.

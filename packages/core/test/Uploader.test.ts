@@ -53,7 +53,7 @@ describe("Uploader stage machine", () => {
           return n === 1 ? failure("Throttled", "SlowDown", "verify") : undefined
         }
       })
-      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { batch: { records: 100 } } }))
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { batch: { stagger: 0, records: 100 } } }))
       expect(Exit.isSuccess(exit)).toBe(true)
       expect(sink.objects.size).toBe(20)
       expect(sink.requests.filter((r) => r.op === "putObject").length).toBe(20)
@@ -226,7 +226,7 @@ describe("Uploader retries", () => {
         ...base,
         putObject: (batch) => Effect.tap(base.putObject(batch), () => Effect.sync(() => puts.push(batch.key)))
       }
-      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { concurrency: 1, batch: { records: 100 } } }), { stepMillis: 10, maxMillis: 600_000 })
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { concurrency: 1, batch: { stagger: 0, records: 100 } } }), { stepMillis: 10, maxMillis: 600_000 })
       expect(Exit.isSuccess(exit)).toBe(true)
       expect(throttled).toBe(true)
       expect(puts).toHaveLength(40)
@@ -263,7 +263,7 @@ describe("Uploader retries", () => {
             return base.putObject(batch)
           })
       }
-      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { batch: { records: 100 } } }), { stepMillis: 1 })
+      const exit = yield* runVirtual(Pipeline.run({ source, sink, config: { batch: { stagger: 0, records: 100 } } }), { stepMillis: 1 })
       expect(Exit.isSuccess(exit)).toBe(true)
       const second = [...at.values()].map((times) => times[1])
       const third = [...at.values()].map((times) => times[2])

@@ -144,7 +144,10 @@ describe("SharedPressure in the simulated pipeline: its re-open probe is what en
     it(`seed ${seed}: pauses when the store falls behind; with the probe no pause outlasts maxPause while uploads progress, without it they do`, async () => {
       const scenario = await Effect.runPromise(Ablation.stormThenSlower(seed, {
         source: { recordsPerSecond: 333_000, recordBytes: 150, partitions: 128 },
-        pipeline: { memoryBudget: "1 GiB", concurrency: 4, batch: { records: 50_000, bytes: "8 MiB", maxAge: "60 seconds" } }
+        // Partitions sealing in step (`stagger` 0): their open batches reach
+        // the high-water mark together. Staggered, they seal and free memory
+        // at different moments and the storm pauses nothing in this world.
+        pipeline: { memoryBudget: "1 GiB", concurrency: 4, batch: { records: 50_000, bytes: "8 MiB", maxAge: "60 seconds", stagger: 0 } }
       }))
       const { probed, ablated } = await Ablation.ablation(scenario, (options) => SharedPressure.layer({}, options))
       const withProbe = Ablation.pauses(probed)

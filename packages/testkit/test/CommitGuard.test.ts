@@ -6,12 +6,16 @@ import { CommitGuard } from "../src/index.ts"
 describe("CommitGuard", () => {
   it.effect("sees no violation in a correct run", () =>
     Effect.gen(function*() {
-      const g = CommitGuard.guard(Memory.sink(), Memory.source({ name: "t", partitions: 2, records: 1_000, recordBytes: 8 }))
+      const sink = Memory.sink()
+      const g = CommitGuard.guard(sink, Memory.source({ name: "t", partitions: 2, records: 1_000, recordBytes: 8 }))
       const stats = yield* Pipeline.run({ source: g.source, sink: g.sink, config: { batch: { records: 100 } } })
       expect(stats.recordsCommitted).toBe(2_000)
       expect(g.violations).toEqual([])
       expect(g.commits.length).toBeGreaterThan(0)
-      expect(g.verifiedKeys.size).toBe(20)
+      // Every object stored was verified: 10 of partition 0 (at the target),
+      // 12 of partition 1 (it seals at 84 records: `batch.stagger`).
+      expect(g.verifiedKeys.size).toBe(sink.objects.size)
+      expect(sink.objects.size).toBe(22)
     }))
 
   it.effect("reports a commit past what was verified", () =>
