@@ -209,6 +209,15 @@ describe("AdaptiveBatch", () => {
     expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4, rate: 2, throttleEvery: 20 }).target).toBe(8 * MiB)
     // A rate that spaces uploads less than their transfer: hold (no growth, and no shrink while it is in force).
     expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4, rate: 20 }).target).toBe(8 * MiB)
+    // …also when the store capped it (429), while memory has room: the bytes keep up.
+    const capped = { limit: 4, uploading: 4, rate: 20, throttleEvery: 20, throttleStatus: 429 } as const
+    expect(drive(config(), 1, 100, 60_000, capped).target).toBe(8 * MiB)
+    // The store capped the rate and memory stays full: the bytes wait for
+    // requests, and each request's bytes are the throughput — grow, to the
+    // memory share (16 MiB of 256), whatever the spacing.
+    expect(drive(config(), 1, 100, 60_000, { ...capped, fill: 0.95 }).target).toBe(16 * MiB)
+    // Memory full under a rate after 503 SlowDown only (a backoff, not a cap): hold.
+    expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4, rate: 20, throttleEvery: 20, fill: 0.95 }).target).toBe(8 * MiB)
     // Throttled requests: smaller objects would mean more of them refused; hold.
     expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4, throttleEvery: 20 }).target).toBe(8 * MiB)
     expect(drive(config(), 1, 100, 60_000, { limit: 4, uploading: 4 }).target).toBe(MiB)

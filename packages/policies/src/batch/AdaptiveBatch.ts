@@ -41,7 +41,9 @@
  *   time), the rest of that spacing: a
  *   rate caps uploads, not bytes, so each upload's bytes are the throughput
  *   (a store allowing 15 uploads a second against 380 MB/s of inflow needs
- *   25 MB objects; the family's rate-limit stores). Bigger
+ *   25 MB objects; the family's rate-limit stores) — or, under a request rate
+ *   the store capped, while memory stayed full: the bytes wait for requests,
+ *   and each request's bytes are the throughput. Bigger
  *   objects buy throughput per request slot almost for free (also when the fit
  *   is not determined because every batch had the same size: growing creates the
  *   spread the fit needs) — unless the grown target would cross `OPEN_SHRINK_AT`,
@@ -288,6 +290,21 @@ const estimate = (s: AdaptiveBatchState): { readonly a: number; readonly b: numb
     ? { a: (s.manifestMillis + s.verifyMillis) / 2, b: s.perByteMillis }
     : solve(s.fit)
 
+/**
+ * The store capped our requests (it answered 429, and the rate in force
+ * follows it) while memory stayed full (≥ `MEMORY_BOUND_AT` of the budget in
+ * at least half the window's `Inflight` signals): the bytes are waiting, and
+ * under a rate each upload's bytes are the throughput, whatever a slot's
+ * spacing (the concurrency controller sizes the limit to the rate × the
+ * latency, so the spacing rule in {@link batchCostMillis} rarely fires).
+ * Grow. Without it, a rate limit that appeared while the target sat at 8 MiB
+ * held it there (380 MB/s of inflow against 15 uploads a second needs 25 MB
+ * objects); the family figures are in docs/design/generalization.md,
+ * 2026-12-06.
+ */
+const rateBehind = (s: AdaptiveBatchState): boolean =>
+  s.rateCapped && s.inflightSignals > 0 && s.fullSignals * 2 >= s.inflightSignals
+
 const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   const c = s.config
   const ceiling = ceilingOf(s)
@@ -341,7 +358,7 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
     // target grown for it goes back toward where it started.
     target = clamp(Math.max(Math.min(s.target, c.initialBytes), s.target / GROWTH))
     mode = target < s.target ? "shrinking" : "holding"
-  } else if (fit === undefined || fit.b <= 0 || batchCostMillis(s, fit.a, fit.b) > growAbove * fit.b * s.target) {
+  } else if (fit === undefined || fit.b <= 0 || rateBehind(s) || batchCostMillis(s, fit.a, fit.b) > growAbove * fit.b * s.target) {
     target = mayGrow ? clamp(s.target * GROWTH) : clamp(s.target)
     mode = target > s.target ? "growing" : "holding"
   } else if (!s.requestBound && batchCostMillis(s, fit.a, fit.b) < SHRINK_BELOW * fit.b * s.target) {
