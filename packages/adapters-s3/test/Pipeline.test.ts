@@ -101,7 +101,7 @@ describe("Pipeline → S3 sink through the fault proxy", () => {
       const exit = yield* Effect.exit(Pipeline.run({
         source: g.source,
         sink: g.sink,
-        config: { batch: { records: 1_000 }, concurrency: 2, tick: 20 },
+        config: { batch: { records: 1_000, stagger: 0 }, concurrency: 2, tick: 20 },
         policies: fastRetry
       }))
       return { exit, g, source }
@@ -153,7 +153,7 @@ describe("Pipeline → S3 sink through the fault proxy", () => {
       const stats = yield* Pipeline.run({
         source: observed,
         sink: g.sink,
-        config: { batch: { records: 1_000 }, tick: 20 },
+        config: { batch: { records: 1_000, stagger: 0 }, tick: 20 },
         policies: Layer.mergeAll(Fixed.layer({ concurrency: 4 }), fastRetry)
       }).pipe(Effect.timeoutOrElse({
         duration: "45 seconds",
@@ -217,7 +217,7 @@ describe("Pipeline → S3 sink through the fault proxy", () => {
         const exit = yield* Effect.exit(Pipeline.run({
           source: g.source,
           sink: g.sink,
-          config: { batch: { records: 1_000 }, concurrency: 2, tick: 20 },
+          config: { batch: { records: 1_000, stagger: 0 }, concurrency: 2, tick: 20 },
           policies: fastRetry
         }))
         return { exit, g, source }

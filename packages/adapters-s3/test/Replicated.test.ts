@@ -32,7 +32,7 @@ describe("Replicated over three real buckets, one holding every upload", () => {
       const stats = yield* Pipeline.run({
         source,
         sink,
-        config: { batch: { records: 500 }, tick: 20 },
+        config: { batch: { records: 500, stagger: 0 }, tick: 20 },
         policies: Fixed.layer({ concurrency: 1 })
       }).pipe(Effect.timeoutOrElse({
         duration: "45 seconds",
