@@ -244,6 +244,9 @@ const inflation = (s: AdaptiveBatchState): number => {
   return Number.isFinite(min) && min > 0 ? mean / min : 0
 }
 
+/** `count` of the window's `Inflight` signals are at least half of them (and there was one). */
+const mostOfWindow = (s: AdaptiveBatchState, count: number): boolean => s.inflightSignals > 0 && count * 2 >= s.inflightSignals
+
 /** This window's bodiless minimum at this multiple of the last windows' or more: the store got slower, not queued. */
 const FLOOR_RISE = 2
 
@@ -253,7 +256,7 @@ const FLOOR_RISE = 2
  * reasons are in the module's doc).
  */
 const queued = (s: AdaptiveBatchState): boolean => {
-  if (s.inflightSignals === 0 || s.fullSignals * 2 < s.inflightSignals) return false
+  if (!mostOfWindow(s, s.fullSignals)) return false
   const depth = inflation(s)
   return depth >= GROWTH &&
     (s.bodilessMins.at(-1) ?? Infinity) < FLOOR_RISE * Math.min(...s.bodilessMins) &&
@@ -276,7 +279,7 @@ const uploadsAfterGrowth = (s: AdaptiveBatchState): number =>
  * parallel and a bigger object only takes longer to fill and to upload.
  */
 const requestsBind = (s: AdaptiveBatchState): boolean =>
-  s.limit === 0 || s.requestBound || (s.inflightSignals > 0 && s.slotSignals * 2 >= s.inflightSignals)
+  s.limit === 0 || s.requestBound || mostOfWindow(s, s.slotSignals)
 
 /**
  * `{ a, b }` for the decision. When manifests and verifications were sampled,
@@ -303,7 +306,7 @@ const estimate = (s: AdaptiveBatchState): { readonly a: number; readonly b: numb
  * 2026-12-06.
  */
 const rateBehind = (s: AdaptiveBatchState): boolean =>
-  s.rateCapped && s.inflightSignals > 0 && s.fullSignals * 2 >= s.inflightSignals
+  s.rateCapped && mostOfWindow(s, s.fullSignals)
 
 const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   const c = s.config
@@ -326,7 +329,7 @@ const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {
   if (s.openPeak >= OPEN_SHRINK_AT) return { ...next, mode: "shrinking", target: clamp(s.target / GROWTH) }
   // Memory, not the store, bounds the uploads: smaller objects let more of
   // them run — down to what lets the concurrency limit fit in memory.
-  if (s.inflightSignals > 0 && s.boundSignals * 2 >= s.inflightSignals && !queueing(s)) {
+  if (mostOfWindow(s, s.boundSignals) && !queueing(s)) {
     const fits = (s.budgetBytes * Math.max(0, MEMORY_BOUND_AT - s.openPeak)) / Math.max(1, s.limit)
     const target = clamp(Math.max(s.target / GROWTH, fits))
     return { ...next, mode: target < s.target ? "shrinking" : "holding", target: Math.min(s.target, target) }
