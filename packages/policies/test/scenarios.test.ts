@@ -38,13 +38,11 @@ const KNOWN_GAPS: Readonly<Record<string, ReadonlyArray<Summary.BoundFailure["me
   // (wide-knee, seeds 1001–1004: goodput 0.935–0.946 against 0.95 until the
   // oracle's bytes counted when the store would verify them, as the
   // pipeline's do — `Oracle.advance`; 0.962–0.983 on the six seeds since.)
-  // Jain 0.934 since partitions seal staggered (`batch.stagger`; 0.976
-  // before). The six seeds: 0.950, 0.993, 0.971, 0.934, 0.977, 0.966 (0.991,
-  // 0.997, 0.965, 0.976, 0.991, 0.939 before: @1005 was the gap). On 30 fresh
-  // seeds (2001–2030) the stagger raises the mean from 0.975 to 0.983 and
-  // the lowest from 0.920 to 0.947, and misses 0.95 on 1 seed against 4:
-  // the seeds' spread, not the mechanism. The bound stays.
-  "wide-fairness-3@1003": ["fairness"]
+  // (wide-fairness-3@1003: Jain 0.934 against 0.95 from partitions sealing
+  // staggered, `batch.stagger`, until Throttle kept the level of the last
+  // episode, `Throttle.cutTo`. The six seeds: 0.989, 0.963, 0.975, 0.994,
+  // 0.961, 0.986 since; 0.950, 0.993, 0.971, 0.934, 0.977, 0.966 staggered
+  // before it; 0.991, 0.997, 0.965, 0.976, 0.991, 0.939 in step, @1005 the gap.)
   // wide-knee@12 and @1005: 0.946 and 0.945 until the uploader took batches
   // oldest first (0.950 and 0.958 since; the other four 0.938–0.943, 0.935–0.944
   // before).

@@ -498,6 +498,27 @@ describe("Throttle regrowth toward the throttled level", () => {
     const moved = Throttle.policy.step(grown, { ...failure(500, "Throttled", { startedAt: 400, limitAtStart: 13 }), inflightAtStart: 10 }, 500).state
     expect(moved.limit).toBe(5)
   })
+
+  it("the level outlives the episode: the throttle that answers the restore probe at or above it cuts to just below it, a 429 or one below it ×firstBeta", () => {
+    const c = config({ firstBeta: 0.7 })
+    // An episode that found 6 throttled, ended by the restore probe (10 s quiet, the cut limit filled).
+    let s = Throttle.policy.init(c)
+    s = Throttle.policy.step(s, { ...failure(1_000, "Throttled", { startedAt: 900, limitAtStart: 40 }), inflightAtStart: 6 }, 1_000).state
+    expect(s.limit).toBeCloseTo(4.2)
+    s = Throttle.policy.step(s, { ...tick(1_100), knobs: { ...tick(1_100).knobs, concurrency: 4 } }, 1_100).state
+    for (let t = 1_200; t < 11_500; t += 100) s = Throttle.policy.step(s, { ...inflight(t, 0), batches: 4 }, t).state
+    expect(s.mode).toBe("open")
+    expect(s.episode.lastLevel).toBe(6)
+    // The probe's throttles, at or above the level 6: to 5 (the level below), never deeper than ×firstBeta.
+    const from10 = Throttle.policy.step(s, { ...failure(12_000, "Throttled", { startedAt: 11_600, limitAtStart: 40 }), inflightAtStart: 10 }, 12_000).state
+    expect(from10.limit).toBe(7) // ×0.7 = 7 is above the level's 5: the cut is never deeper than ×firstBeta
+    const from7 = Throttle.policy.step(s, { ...failure(12_000, "Throttled", { startedAt: 11_600, limitAtStart: 40 }), inflightAtStart: 7 }, 12_000).state
+    expect(from7.limit).toBe(5) // ×0.7 would be 4.9: one below the level the store serves
+    const rate = Throttle.policy.step(s, { ...failure(12_000, "Throttled", { startedAt: 11_600, limitAtStart: 40, status: 429, code: "TooManyRequests" }), inflightAtStart: 7 }, 12_000).state
+    expect(rate.limit).toBeCloseTo(4.9) // a 429 caps a rate, not a level
+    const below = Throttle.policy.step(s, { ...failure(12_000, "Throttled", { startedAt: 11_600, limitAtStart: 40 }), inflightAtStart: 5 }, 12_000).state
+    expect(below.limit).toBeCloseTo(3.5) // the level moved: ×0.7
+  })
 })
 
 // The ablation in the real pipeline (virtual clock): Throttle alone over a base

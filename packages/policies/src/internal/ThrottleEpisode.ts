@@ -17,7 +17,8 @@
  * - {@link CLEAR_SAMPLES} such successes in a row: the storm has cleared, and
  *   the policy lifts what the episode imposed (each says how).
  *
- * Pure, three numbers.
+ * Pure data: three numbers and a flag, and the level the last episode found
+ * (`lastLevel`, which the throttle policy reads: `Throttle.cutTo`).
  *
  * @internal
  */
@@ -44,10 +45,12 @@ export interface ThrottleEpisode {
   readonly clear: number
   /** A request was refused at the floor this episode (`throttledAt` is the floor). */
   readonly atFloor: boolean
+  /** The last ended episode's `throttledAt` (`Infinity`: none ended yet): the level the store refused last time. */
+  readonly lastLevel: number
 }
 
 /** No episode, no throttle ever seen. */
-export const none: ThrottleEpisode = { throttledAt: Infinity, lastThrottleAt: -Infinity, clear: 0, atFloor: false }
+export const none: ThrottleEpisode = { throttledAt: Infinity, lastThrottleAt: -Infinity, clear: 0, atFloor: false, lastLevel: Infinity }
 
 /** An episode is in progress. */
 export const active = (e: ThrottleEpisode): boolean => e.throttledAt !== Infinity
@@ -55,7 +58,7 @@ export const active = (e: ThrottleEpisode): boolean => e.throttledAt !== Infinit
 /** A throttle of a request that began with `inflightAtStart` in flight (counted at no less than `floor`). */
 export const throttled = (e: ThrottleEpisode, floor: number, inflightAtStart: number, now: number): ThrottleEpisode => {
   const throttledAt = Math.min(e.throttledAt, Math.max(floor, inflightAtStart))
-  return { throttledAt, lastThrottleAt: now, clear: 0, atFloor: throttledAt <= floor }
+  return { ...e, throttledAt, lastThrottleAt: now, clear: 0, atFloor: throttledAt <= floor }
 }
 
 /** A success: counts toward `clear` when it began after the last throttle from above the refused level (from anywhere when `atFloor`). */
@@ -77,4 +80,4 @@ export const answered = (e: ThrottleEpisode, startedAt: number): ThrottleEpisode
 export const cleared = (e: ThrottleEpisode): boolean => e.clear >= CLEAR_SAMPLES
 
 /** The episode is over (the last throttle's time is kept: one-cut-per-round rules read it). */
-export const end = (e: ThrottleEpisode): ThrottleEpisode => ({ ...e, throttledAt: Infinity, clear: 0, atFloor: false })
+export const end = (e: ThrottleEpisode): ThrottleEpisode => ({ ...e, throttledAt: Infinity, clear: 0, atFloor: false, lastLevel: e.throttledAt })
