@@ -13,6 +13,10 @@
  *   episode's first cut may be gentler (`firstBeta`) and leave the rate
  *   (`rateOnFirstCut: false`), for use beside a controller that cuts and
  *   restores in-flight on throttles itself (not the default: see the README).
+ *   A throttle at or above the lowest in-flight this episode (or, for an
+ *   episode's first, the last episode; not a 429) found throttled cuts to just
+ *   below that level instead (`cutTo`), never deeper than the ×`beta`
+ *   (×`firstBeta`) cut.
  * - On success: concurrency +`STEP` per round (`step / limit` per sample); the rate climbs its cubic.
  * - **Restore probe** (BBR): after `restoreAfterMillis` without a throttle, the
  *   concurrency limit is restored to the value in force before the episode and
