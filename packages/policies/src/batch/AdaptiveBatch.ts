@@ -101,6 +101,7 @@ import type { Layer } from "effect"
 import type { AdaptiveBatchState } from "../internal/batch/State.ts"
 import { CRUISE_GAIN } from "../internal/deliveryrate/ProbeBw.ts"
 import { addSample, emptyFit, solve } from "../internal/Fit.ts"
+import * as RateCap from "../internal/RateCap.ts"
 
 /*
  * Adaptive batch's constants (issue 26: 9 fields of its config became these,
@@ -129,8 +130,6 @@ const WINDOW_MILLIS = 2_000
 const MIN_SAMPLES = 4
 /** Weight older samples keep in the least-squares fit, per sample (a memory of ~33 samples). */
 const FORGETTING = 0.97
-/** HTTP 429 Too Many Requests (RFC 6585): the store limits the rate of requests. */
-const TOO_MANY_REQUESTS = 429
 
 /**
  * Adaptive batch's config. Defaults and ranges:
@@ -480,7 +479,7 @@ export const policy: Policy.Policy<AdaptiveBatchConfig, AdaptiveBatchState, Conf
         slotSignals: s.slotSignals + (s.limit > 0 && signal.batches >= s.limit ? 1 : 0)
       }
     } else if (signal._tag === "Failure" && signal.failure.failureClass === "Throttled") {
-      next = { ...s, requestBound: true, rateCapped: s.rateCapped || signal.failure.status === TOO_MANY_REQUESTS }
+      next = { ...s, requestBound: true, rateCapped: s.rateCapped || RateCap.capsRequestRate(signal.failure) }
     } else if (signal._tag === "Tick") {
       next = {
         ...s,

@@ -38,6 +38,7 @@
 import { Config, Field, Policy, RetryPolicy } from "@sluice/core"
 import type { Failure, Knob, SignalBus } from "@sluice/core"
 import { Effect, Layer, Schema } from "effect"
+import * as RateCap from "../internal/RateCap.ts"
 import * as Rng from "../internal/Rng.ts"
 import * as ThrottleEpisode from "../internal/ThrottleEpisode.ts"
 import * as CubicRate from "./CubicRate.ts"
@@ -68,8 +69,6 @@ const PROBE_ABOVE_AFTER = 72
 const RESTORE_BUSY_SHARE = 0.25
 /** First retry delay of a transient failure: the AWS SDK's `DEFAULT_RETRY_DELAY_BASE` (a throttle's is `throttleRetryBaseMillis`, config: the delay a throttling store asks for varies by store). */
 const RETRY_BASE_MILLIS = 100
-/** HTTP 429 Too Many Requests (RFC 6585): the store caps the rate of requests, not how many are in flight. */
-const TOO_MANY_REQUESTS = 429
 /** Seed of the retry jitter when the pipeline gives no batch key (any fixed value: runs repeat). */
 const SEED = 7
 
@@ -232,7 +231,7 @@ const cutTo = (s: ThrottleState, f: SignalBus.FailureSignal, from: number): numb
   const beta = s.mode === "open" ? c.firstBeta : c.beta
   const level = s.mode !== "open"
     ? s.episode.throttledAt
-    : f.failure.status === TOO_MANY_REQUESTS ? Infinity : s.episode.lastLevel
+    : RateCap.capsRequestRate(f.failure) ? Infinity : s.episode.lastLevel
   return f.inflightAtStart >= level
     ? Math.max(c.floor, from * beta, Math.min(from - 1, level - 1))
     : Math.max(c.floor, from * beta)
