@@ -391,10 +391,18 @@ describe("DeliveryRate (pure core)", () => {
     const knee = after({ ...fast, inflightHi: 7 })
     expect(knee.inflightHi).toBe(Infinity)
     expect(knee.proposed).toBeGreaterThan(7)
-    // The same bound from a throttle episode stays.
-    const throttled = after({ ...fast, inflightHi: 7, episode: { ...fast.episode, throttledAt: 10 } })
-    expect(throttled.inflightHi).toBe(7)
-    expect(throttled.proposed).toBeLessThanOrEqual(7)
+    // A bound a throttle set (16 in flight × throttleBeta 0.7) stays.
+    const cut = DeliveryRate.policy.step(fast, { ...failure(t + 1, "Throttled", { startedAt: t, limitAtStart: 16 }), inflightAtStart: 16 }, t + 1).state
+    expect(cut.inflightHi).toBeCloseTo(11.2)
+    const throttled = after(cut)
+    expect(throttled.inflightHi).toBeCloseTo(11.2)
+    expect(throttled.proposed).toBeLessThanOrEqual(12) // whole uploads: ⌈11.2⌉
+    // A knee read below that bound during the episode does not: the throttle's bound is what
+    // stays (mixed-2-17 of the family train set: a knee read at 4.6 in the old regime held 5
+    // uploads for 20 s through a slowdown that needed 9).
+    const kneeInEpisode = after({ ...cut, inflightHi: 5 })
+    expect(kneeInEpisode.inflightHi).toBeCloseTo(11.2)
+    expect(kneeInEpisode.proposed).toBeGreaterThan(5)
   })
 
   it("throttles cut in-flight once per round, ×throttleBeta from what was in flight; Transient and Fatal never cut", () => {

@@ -47,10 +47,10 @@ const toProbeUp = (s: DeliveryRateState): DeliveryRateState => {
   }
 }
 
-/** The level reached without a throttle is known clean: `inflightHi` rises to it. */
-const raiseHi = (s: DeliveryRateState, reached: number): number => {
-  if (s.inflightHi === Infinity) return Infinity
-  const hi = Math.max(s.inflightHi, reached)
+/** The level reached without a throttle is known clean: a bound (`inflightHi`, `throttleHi`) rises to it. */
+const raise = (s: DeliveryRateState, bound: number, reached: number): number => {
+  if (bound === Infinity) return Infinity
+  const hi = Math.max(bound, reached)
   return hi >= s.config.ceiling ? Infinity : hi
 }
 
@@ -67,14 +67,15 @@ const grow = (s: DeliveryRateState, reached: number): number =>
  */
 export const upRound = (s: DeliveryRateState, r: RoundStats, producedBy: number): DeliveryRateState => {
   if (r.throttled) return withMode(s, "probeDown")
-  const inflightHi = raiseHi(s, r.inflight)
+  const inflightHi = raise(s, s.inflightHi, r.inflight)
+  const throttleHi = raise(s, s.throttleHi, r.inflight)
   const raised = producedBy / Math.max(1, s.upBaseInflight)
   // No verdict while the rate measured has not seen the raised in-flight yet.
-  if (raised <= 1 && s.phaseRounds <= 2) return { ...s, inflightHi, upStep: s.upStep * 2, upTarget: grow(s, r.inflight) }
+  if (raised <= 1 && s.phaseRounds <= 2) return { ...s, inflightHi, throttleHi, upStep: s.upStep * 2, upTarget: grow(s, r.inflight) }
   const grew = raised > 1 && r.rate / Math.max(1, s.upBaseRate) - 1 >= (raised - 1) / 2
   // The knee: the rate stopped growing with in-flight (or there was no more to send).
-  if (!grew) return withMode({ ...s, inflightHi }, "probeDown")
-  return { ...s, inflightHi, upStep: s.upStep * 2, upBaseRate: Math.max(r.rate, s.upBaseRate), upBaseInflight: producedBy, upTarget: grow(s, r.inflight) }
+  if (!grew) return withMode({ ...s, inflightHi, throttleHi }, "probeDown")
+  return { ...s, inflightHi, throttleHi, upStep: s.upStep * 2, upBaseRate: Math.max(r.rate, s.upBaseRate), upBaseInflight: producedBy, upTarget: grow(s, r.inflight) }
 }
 
 /** One round of `probeDown`: one round drains it. */

@@ -95,6 +95,8 @@ export interface DeliveryRateState {
   readonly previousInflight: number
   /** Upper bound on in-flight from throttles and the knee (`Infinity`: none known). */
   readonly inflightHi: number
+  /** The part of `inflightHi` throttles set (raised with it by clean probes; `Infinity`: none): what survives a store that got slower. */
+  readonly throttleHi: number
   readonly lastCutAt: number
   /** The throttle episode: the lowest in-flight throttled, the last throttle, the clean successes since. */
   readonly episode: ThrottleEpisode.ThrottleEpisode
@@ -182,6 +184,7 @@ export const init = (config: DeliveryRateConfig): DeliveryRateState => ({
   upStep: 1,
   previousInflight: 0,
   inflightHi: Infinity,
+  throttleHi: Infinity,
   lastCutAt: -Infinity,
   episode: ThrottleEpisode.none,
   priorInflight: 0,

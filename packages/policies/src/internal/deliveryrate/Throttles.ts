@@ -25,7 +25,7 @@ export const onThrottle = (s: DeliveryRateState, f: SignalBus.FailureSignal, now
   const inflightHi = Math.max(c.floor, from * c.throttleBeta)
   const mode = s.mode === "startup" ? "drain" : s.mode === "probeUp" ? "probeDown" : s.mode
   const priorInflight = ThrottleEpisode.active(s.episode) ? s.priorInflight : Math.max(s.round.inflight, s.lastRound.inflight)
-  return { ...withMode(counted, mode), inflightHi, lastCutAt: now, priorInflight, restoreFloor: 0 }
+  return { ...withMode(counted, mode), inflightHi, throttleHi: inflightHi, lastCutAt: now, priorInflight, restoreFloor: 0 }
 }
 
 /**
@@ -46,5 +46,5 @@ export const clearedAbove = (s: DeliveryRateState, sample: SignalBus.UploadSampl
   // requests above its level, three successes in a row happen by chance, and
   // a restore mid-storm bursts into it (seed 21 of the storm proof: 17 in flight).
   if (!ThrottleEpisode.cleared(episode) || s.round.throttled || s.lastRound.throttled) return { ...s, episode }
-  return { ...s, episode: ThrottleEpisode.end(episode), inflightHi: Infinity, restoreFloor: s.priorInflight }
+  return { ...s, episode: ThrottleEpisode.end(episode), inflightHi: Infinity, throttleHi: Infinity, restoreFloor: s.priorInflight }
 }
