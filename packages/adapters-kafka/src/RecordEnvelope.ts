@@ -38,6 +38,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
+import { ENVELOPE_FIXED_BYTES, ENVELOPE_HEADER_BYTES, TWO_32 } from "./internal/Layout.ts"
 
 /**
  * The first byte of every envelope (the format version).
@@ -46,9 +47,6 @@ import { Schema } from "effect"
  */
 export const MAGIC = 1
 
-/** Magic, timestamp, key length, header count, value length. */
-const FIXED_BYTES = 1 + 8 + 4 + 4 + 4
-const TWO_32 = 4294967296
 const EMPTY = new Uint8Array(0)
 
 /**
@@ -114,14 +112,14 @@ export class MalformedEnvelope extends Schema.TaggedError<MalformedEnvelope>()("
  * @since 0.1.0
  */
 export const encodedSize = (fields: EnvelopeFields): number => {
-  let size = FIXED_BYTES
+  let size = ENVELOPE_FIXED_BYTES
   if (fields.key !== null) size += fields.key.byteLength
   if (fields.value !== null) size += fields.value.byteLength
   const headers = fields.headers
   for (let i = 0; i < headers.length; i++) {
     const header = headers[i]
     if (header === undefined) continue
-    size += 8
+    size += ENVELOPE_HEADER_BYTES
     if (header[0] !== null) size += header[0].byteLength
     if (header[1] !== null) size += header[1].byteLength
   }
@@ -249,7 +247,7 @@ export const decode = (payload: Uint8Array): Envelope => {
   const fail = (message: string, position: number): never => {
     throw new MalformedEnvelope({ message: `malformed record envelope: ${message} at byte ${position} of ${length}`, position, byteLength: length })
   }
-  if (length < FIXED_BYTES) fail(`${length} bytes, shorter than the ${FIXED_BYTES}-byte minimum`, 0)
+  if (length < ENVELOPE_FIXED_BYTES) fail(`${length} bytes, shorter than the ${ENVELOPE_FIXED_BYTES}-byte minimum`, 0)
   const view = new DataView(payload.buffer, payload.byteOffset, length)
   const magic = view.getUint8(0)
   if (magic !== MAGIC) fail(`magic byte ${magic}, expected ${MAGIC}`, 0)

@@ -38,6 +38,7 @@
  * @internal
  */
 import { compressionsAlgorithmsByBitmask } from "@platformatic/kafka"
+import { TWO_32 } from "./Layout.ts"
 
 /** Bytes before the records of a batch. */
 const HEADER_BYTES = 61
@@ -50,7 +51,6 @@ export const LOG_APPEND_TIME = 0x08
 const TRANSACTIONAL = 0x10
 /** Attribute bit of a control batch (transaction markers): no user records. */
 const CONTROL = 0x20
-const TWO_32 = 4294967296
 
 /**
  * The bytes are not a well-formed record batch: a wrong magic, a record running

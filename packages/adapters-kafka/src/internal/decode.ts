@@ -9,15 +9,11 @@
  */
 import type { Record } from "@sluice/core"
 import { MAGIC } from "../RecordEnvelope.ts"
+import { ENVELOPE_FIXED_BYTES, ENVELOPE_HEADER_BYTES, TWO_32 } from "./Layout.ts"
 import type { AbortedTransaction, WireBatch } from "./RecordBatch.ts"
 import { LOG_APPEND_TIME, readBatches, RecordBatchError, RecordCursor } from "./RecordBatch.ts"
 
 const EMPTY = new Uint8Array(0)
-/** An envelope's fixed bytes: magic, timestamp, key length, header count, value length. */
-const ENVELOPE_FIXED_BYTES = 21
-/** An envelope header's fixed bytes: key length, value length. */
-const ENVELOPE_HEADER_BYTES = 8
-const TWO_32 = 4294967296
 
 /** What each record becomes: its value, or its whole envelope. */
 export type RecordFormat = "envelope" | "value"
