@@ -8,9 +8,7 @@
  * @internal
  */
 import type { Failure } from "@sluice/core"
-
-/** HTTP 429 Too Many Requests (RFC 6585). */
-const TOO_MANY_REQUESTS = 429
+import { TOO_MANY_REQUESTS } from "./HttpStatus.ts"
 
 /** The store refused the request for its rate (429), not for load. */
 export const capsRequestRate = (failure: Failure.ClassifiedFailure): boolean => failure.status === TOO_MANY_REQUESTS

@@ -28,6 +28,7 @@
  */
 import type { Failure } from "@sluice/core"
 import { isThrottlingError, isTransientError } from "@smithy/service-error-classification"
+import { isServerError, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, TOO_MANY_REQUESTS } from "../internal/HttpStatus.ts"
 
 /**
  * The shape of an HTTP client error (and of an AWS SDK v3 error), as far as
@@ -221,8 +222,8 @@ export const classify = (
   })
   if (CHECKSUM_CODES.includes(code)) return result("Fatal")
   const view = sdkView(error)
-  if (status === 429 || status === 503 || isThrottlingError(view)) return result("Throttled")
-  if (status === 408 || (status !== undefined && status >= 500 && status <= 599)) return result("Transient")
+  if (status === TOO_MANY_REQUESTS || status === SERVICE_UNAVAILABLE || isThrottlingError(view)) return result("Throttled")
+  if (status === REQUEST_TIMEOUT || (status !== undefined && isServerError(status))) return result("Transient")
   if (status === undefined && isTransientError(view)) return result("Transient")
   return result("Fatal")
 }
