@@ -36,15 +36,26 @@ export const AssignMode = Schema.Struct({
 })
 
 /**
- * Consumer-group mode (Kafka's classic group protocol): partitions are assigned
- * by the group; start from the group's committed offsets, else earliest.
+ * Consumer-group mode: partitions are assigned by the group; start from the
+ * group's committed offsets, else earliest.
  *
  * | field | default | meaning |
  * |---|---|---|
- * | `sessionTimeout` | 30 seconds | the broker drops a member silent for this long |
- * | `heartbeatInterval` | 1 second | also how fast a member notices a rebalance |
- * | `rebalanceTimeout` | 60 seconds | how long the group waits for members to rejoin |
+ * | `protocol` | `"classic"` | the group protocol: `"classic"` (JoinGroup / SyncGroup, the eager assignor) or `"consumer"` (KIP-848's ConsumerGroupHeartbeat: the broker assigns, incrementally) |
+ * | `sessionTimeout` | 30 seconds | the broker drops a member silent for this long (classic; under `"consumer"` the broker's `group.consumer.session.timeout.ms`) |
+ * | `heartbeatInterval` | 1 second | also how fast a member notices a rebalance (classic; under `"consumer"` the broker's `group.consumer.heartbeat.interval.ms`, this only until the first answer) |
+ * | `rebalanceTimeout` | 60 seconds | how long the group waits for a member to give up revoked partitions |
  * | `instanceId` | none | static membership (`group.instance.id`, KIP-345): one id per archiver instance, stable across its restarts |
+ *
+ * The consumer protocol. A revoked partition is given to another member only
+ * once this one reported it released (after the pipeline acknowledged the
+ * revoke), and members keep the partitions a rebalance does not move (the
+ * classic eager assignor revokes every partition of every member at each
+ * rebalance). The group must be empty or already of this protocol (the broker
+ * refuses a member of the other protocol while the group has members). A
+ * static member killed and restarted waits for the broker's session timeout
+ * (`UNRELEASED_INSTANCE_ID` until then): under KIP-848 a new member does not
+ * replace a static member that did not leave.
  *
  * Restarts. A member that drains (SIGTERM) leaves the group when its source
  * closes, so the group rebalances at once. A member that is killed stays in
@@ -64,6 +75,9 @@ export const AssignMode = Schema.Struct({
 export const GroupMode = Schema.Struct({
   kind: Schema.Literal("group"),
   groupId: Schema.NonEmptyString,
+  protocol: Schema.Literals(["classic", "consumer"]).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed<"classic" | "consumer">("classic"))
+  ),
   instanceId: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^\S+$/, { expected: "an id without whitespace" }))),
   sessionTimeout: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("30 seconds"))),
   heartbeatInterval: Millis.pipe(Schema.withDecodingDefaultKey(Effect.succeed<number | string>("1 second"))),

@@ -22,6 +22,7 @@ import type { Scope } from "effect"
 import { Effect, Exit, Stream } from "effect"
 import * as Committer from "./internal/Committer.ts"
 import { describe, isAuthenticationFailure, makeConsumer, makeFetchPool, probeConnection } from "./internal/client.ts"
+import * as ConsumerProtocol from "./internal/ConsumerProtocol.ts"
 import { Wakeup } from "./internal/Context.ts"
 import type { Context } from "./internal/Context.ts"
 import { EventBuffer } from "./internal/EventBuffer.ts"
@@ -180,7 +181,12 @@ export const make = (
     const typed = typedAuthenticationFailure(config)
     const topicMeta = yield* topicMetadata(ctx.consumer, ctx.name, ctx.topic).pipe(Effect.mapError(typed))
     const membership = new Membership()
-    if (config.mode.kind === "group") membership.listen(ctx.consumer, ctx.topic, ctx.stats, ctx.wakeup)
+    const consumerProtocol = config.mode.kind === "group" && config.mode.protocol === "consumer"
+      ? ConsumerProtocol.make(ctx, membership, topicMeta.id, yield* Effect.scope)
+      : undefined
+    // Runs before the client closes (added after it): the last commits of a drain were made as a member.
+    if (consumerProtocol !== undefined) yield* Effect.addFinalizer(() => consumerProtocol.leave)
+    else if (config.mode.kind === "group") membership.listen(ctx.consumer, ctx.topic, ctx.stats, ctx.wakeup)
     const gate = ReadGate.make(ctx)
     const committer = Committer.make(ctx, membership)
     const buffer = new EventBuffer({ maxEvents: config.prefetch, maxBytes: config.prefetchBytes, stats: ctx.stats, wakeup: ctx.wakeup })
@@ -191,7 +197,7 @@ export const make = (
           return yield* new Source.SourceError({ source: ctx.name, operation: "events", message: "events may run only once" })
         }
         started = true
-        yield* Loop.run({ ctx, membership, buffer, gate, partitionsCount: topicMeta.partitionsCount }).pipe(
+        yield* Loop.run({ ctx, membership, buffer, gate, partitionsCount: topicMeta.partitionsCount, join: consumerProtocol?.start }).pipe(
           Effect.onExit((exit) =>
             Effect.sync(() => {
               if (Exit.isSuccess(exit)) buffer.end(Exit.void)

@@ -87,7 +87,7 @@ describe("commit (group mode)", () => {
       stats
     } as unknown as Context
     // Lost at the join event; the pipeline has not processed the revoke yet.
-    const owned = { owned: new Set([1]), generation: 4 } as unknown as Membership
+    const owned = { owned: new Set([1]), generation: 4, identity: () => ({ memberId: "m", generation: 4 }) } as unknown as Membership
     const { calls, send } = sender(0, () => new Error("unused"))
     const committer = Committer.make(ctx, owned, send)
     const outcome = await Effect.runPromise(committer.commit(0, 500))

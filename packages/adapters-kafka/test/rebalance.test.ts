@@ -1,5 +1,6 @@
 /**
- * Group mode against the real broker: a second member joins mid-run; the first
+ * Group mode against the real broker, under each group protocol (classic, and
+ * KIP-848's consumer protocol): a second member joins mid-run; the first
  * revokes partitions (open batches abandoned, no commit for a partition it no
  * longer owns) and no committed offset ever points past an unverified batch.
  * Every record archived twice (counted in the two sinks, from outside) is one a
@@ -21,6 +22,7 @@ import {
   endOffsets,
   FULL_HISTORY,
   groupOffsets,
+  groupTypeOf,
   partitionsOf,
   Ranges,
   verifyingSink,
@@ -28,16 +30,30 @@ import {
 } from "./support.ts"
 
 const RECORD_BYTES = 100
+/**
+ * How long the group waits for a member to give up revoked partitions before
+ * it fences the member (consumer protocol) or drops it (classic).
+ */
+const REBALANCE_TIMEOUT_MS = 20_000
+/**
+ * A member that gives up its revoked partitions hands them over within this
+ * long of the new member's start: two heartbeat intervals of the broker under
+ * the consumer protocol (5 s, its default: the old member learns of the new
+ * one at its next heartbeat, the new one of its partitions at its own next),
+ * and 2 s for the join, the pipeline's acknowledgement and a loaded machine;
+ * under the rebalance timeout, so a member fenced at it cannot pass.
+ */
+const HANDOVER_MS = 2 * 5_000 + 2_000
 
 afterAll(closeClients)
 
-describe("consumer-group rebalance", { timeout: 180_000 }, () => {
+describe.each(["classic", "consumer"] as const)("consumer-group rebalance (%s protocol)", { timeout: 180_000 }, (protocol) => {
   it("two members: revoked partitions are never committed past an unverified batch", async () => {
     const partitions = 4
     const perPartition = 3000
-    const topic = await backlogTopic("rebalance", partitions, { count: perPartition, recordBytes: RECORD_BYTES })
+    const topic = await backlogTopic(`rebalance-${protocol}`, partitions, { count: perPartition, recordBytes: RECORD_BYTES })
     const groupId = `${topic}-g`
-    const mode = { kind: "group", groupId, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: 10_000 } as const
+    const mode = { kind: "group", groupId, protocol, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: REBALANCE_TIMEOUT_MS } as const
     const config = { batch: { records: 150, maxAge: "100 millis" }, tick: 20 }
     const verified = new Ranges()
 
@@ -74,9 +90,11 @@ describe("consumer-group rebalance", { timeout: 180_000 }, () => {
     const committedBeforeB = a.kafka.stats.commits
 
     const sinkB = verifyingSink(verified)
+    const bStarted = Date.now()
     const b = await startMember("member-b", sinkB, 4)
     try {
       await waitFor("the rebalance", () => a.kafka.stats.revokes > 0 && b.kafka.owned().length > 0)
+      const splitMs = Date.now() - bStarted
       const revokedFromA = partitionsOf(a.kafka, "Revoked").flat()
       const commitsAtRevoke = a.kafka.stats.commits
       await waitFor("every offset committed", async () => {
@@ -85,6 +103,10 @@ describe("consumer-group rebalance", { timeout: 180_000 }, () => {
       })
 
       if (process.env["SLUICE_DEBUG"]) console.log(JSON.stringify({ revoked: partitionsOf(a.kafka, "Revoked"), skipped: a.kafka.stats.commitsSkipped, aCommits: a.kafka.stats.commits, bCommits: b.kafka.stats.commits, aOwned: a.kafka.owned(), bOwned: b.kafka.owned(), rebalances: a.kafka.stats.rebalances, seen: a.source.seen.map((e) => e._tag) }))
+      // The group ran the protocol asked for (the broker says).
+      expect(await groupTypeOf(groupId)).toBe(protocol)
+      // A gave up its revoked partitions (the broker did not have to fence it at the rebalance timeout).
+      expect(splitMs).toBeLessThan(HANDOVER_MS)
       // The rebalance happened mid-run and split the partitions.
       expect(committedBeforeB).toBeGreaterThan(0)
       expect(revokedFromA.length).toBeGreaterThan(0)

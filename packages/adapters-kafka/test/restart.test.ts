@@ -7,7 +7,9 @@
  * - a killed member with static membership (`instanceId`) is replaced by its
  *   restart at once;
  * - without an instance id the killed member holds its partitions until the
- *   session timeout expires it (the wait the two above remove).
+ *   session timeout expires it (the wait the two above remove);
+ * - under KIP-848's consumer protocol, the drains are as prompt, but a killed
+ *   static member is not replaced: its restart waits for the session timeout.
  *
  * Timed from outside: from the restart's spawn until the process reports
  * every partition owned, and the group's description (admin API) shows it
@@ -46,11 +48,13 @@ afterEach(() => {
   running.clear()
 })
 
-const startMember = (topic: string, group: string, instanceId?: string): Member => {
+type Protocol = "classic" | "consumer"
+
+const startMember = (topic: string, group: string, instanceId: string | undefined, protocol: Protocol): Member => {
   const child = spawn(
     process.execPath,
     ["--conditions=@sluice/source", fixture, topic, group, String(SESSION_TIMEOUT_MS), ...(instanceId === undefined ? [] : [instanceId])],
-    { stdio: ["ignore", "pipe", "pipe"], env: process.env }
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, SLUICE_GROUP_PROTOCOL: protocol } }
   )
   running.add(child)
   const member: Member = { child, owned: [], stderr: "" }
@@ -58,8 +62,10 @@ const startMember = (topic: string, group: string, instanceId?: string): Member 
   child.stdout?.on("data", (chunk: Buffer) => {
     const lines = (line + chunk.toString("utf8")).split("\n")
     line = lines.pop() ?? ""
-    const last = lines.at(-1)
-    if (last !== undefined && last !== "") member.owned = (JSON.parse(last) as { owned: ReadonlyArray<number> }).owned
+    // Its log lines (a warning of a failed heartbeat) go to stdout too: keep the last report.
+    const last = lines.filter((l) => l.startsWith("{\"owned\"")).at(-1)
+    if (last !== undefined) member.owned = (JSON.parse(last) as { owned: ReadonlyArray<number> }).owned
+    for (const l of lines) if (!l.startsWith("{\"owned\"")) member.stderr = (member.stderr + l + "\n").slice(-4096)
   })
   child.stderr?.on("data", (chunk: Buffer) => {
     member.stderr = (member.stderr + chunk.toString("utf8")).slice(-4096)
@@ -93,17 +99,17 @@ const describeGroup = async (group: string) => {
 }
 
 /** One restart: the first member owns everything, is stopped with `signal`, and a second starts at once. */
-const restart = async (label: string, signal: "SIGTERM" | "SIGKILL", instanceId: string | undefined) => {
+const restart = async (label: string, signal: "SIGTERM" | "SIGKILL", instanceId: string | undefined, protocol: Protocol = "classic") => {
   await requireBroker()
   const topic = topicName(label)
   await createTopic(topic, PARTITIONS)
   const group = `${topic}-g`
-  const first = startMember(topic, group, instanceId)
+  const first = startMember(topic, group, instanceId, protocol)
   await ownsAll(first, Date.now(), 30_000)
   first.child.kill(signal)
   const code = await exited(first.child)
   const spawned = Date.now()
-  const second = startMember(topic, group, instanceId)
+  const second = startMember(topic, group, instanceId, protocol)
   const ownedAfterMs = await ownsAll(second, spawned, SESSION_TIMEOUT_MS * 3)
   return { code, ownedAfterMs, second, group }
 }
@@ -138,5 +144,42 @@ describe("restarts of a group member", { timeout: 120_000 }, () => {
     const { ownedAfterMs } = await restart("restart-kill", "SIGKILL", undefined)
     // The dead member's last heartbeat came at most one heartbeat interval (500 ms) before the kill.
     expect(ownedAfterMs).toBeGreaterThan(SESSION_TIMEOUT_MS - 1000)
+  })
+})
+
+/** The broker's heartbeat interval under the consumer protocol (`group.consumer.heartbeat.interval.ms`, its default: `scripts/kafka-broker.sh` keeps it). */
+const CONSUMER_HEARTBEAT_MS = 5_000
+
+/** The group as the broker lists it (ListGroups: state and type), from outside. */
+const listedGroup = async (group: string) => {
+  const listed = (await getAdmin().listGroups({ types: ["classic", "consumer"] })).get(group)
+  return { state: String(listed?.state).toUpperCase(), type: listed?.groupType }
+}
+
+/**
+ * The same restarts under KIP-848's consumer protocol, whose session timeout
+ * is the broker's (`group.consumer.session.timeout.ms`, 12 s on the test
+ * broker, the classic tests' own).
+ */
+describe("restarts of a group member (consumer protocol)", { timeout: 120_000 }, () => {
+  it("SIGTERM: the drained member left the group (a heartbeat at epoch -1), so the next one owns every partition at once", async () => {
+    const { code, group, ownedAfterMs } = await restart("restart-kip848-term", "SIGTERM", undefined, "consumer")
+    expect(code).toBe(0)
+    expect(ownedAfterMs).toBeLessThan(PROMPT_MS)
+    expect(await listedGroup(group)).toEqual({ state: "STABLE", type: "consumer" })
+  })
+
+  it("SIGTERM with static membership: the drained static member left, and its restart owns every partition at once", async () => {
+    const { code, group, ownedAfterMs } = await restart("restart-kip848-static-term", "SIGTERM", "archiver-0", "consumer")
+    expect(code).toBe(0)
+    expect(ownedAfterMs).toBeLessThan(PROMPT_MS)
+    expect(await listedGroup(group)).toEqual({ state: "STABLE", type: "consumer" })
+  })
+
+  it("SIGKILL with static membership: unlike the classic protocol, the restart waits until the session timeout expires the dead member", async () => {
+    // The broker refuses the instance id while the dead member holds it (UNRELEASED_INSTANCE_ID); the source retries.
+    const { ownedAfterMs } = await restart("restart-kip848-static-kill", "SIGKILL", "archiver-0", "consumer")
+    // The dead member's last heartbeat came at most one broker heartbeat interval before the kill.
+    expect(ownedAfterMs).toBeGreaterThan(SESSION_TIMEOUT_MS - CONSUMER_HEARTBEAT_MS - 1000)
   })
 })

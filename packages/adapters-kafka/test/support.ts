@@ -204,6 +204,12 @@ export const groupOffsets = async (groupId: string, topic: string, partitions: n
   return out
 }
 
+/** The group's type as the broker lists it (`"classic"`, `"consumer"`), from outside the source; undefined when not listed. */
+export const groupTypeOf = async (groupId: string): Promise<string | undefined> => {
+  const groups = await getAdmin().listGroups({ types: ["classic", "consumer"] })
+  return groups.get(groupId)?.groupType
+}
+
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**

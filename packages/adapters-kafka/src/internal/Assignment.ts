@@ -4,7 +4,7 @@
  * position (`startOffsets`, else the group's committed offset, else the log
  * start), and applying a group's new assignment: revoke first (announced
  * ahead of queued data, fetching held until the pipeline acknowledges it),
- * then start the new partitions.
+ * then start the new partitions, then tell the membership what is held now.
  *
  * @internal
  */
@@ -73,12 +73,23 @@ export const applyPending = (ctx: Context, membership: Membership, buffer: Event
     // New partitions, and those re-assigned right after a revoke (dropped
     // above): start from their committed offsets.
     yield* assign(ctx, membership, pending.assignment.filter((p) => !ctx.parts.has(p)), new Map())
+    membership.setHeld(pending.assignment)
   })
 
-/** The initial assignment: join the group (group mode), or read the configured partitions (assign mode). */
-export const start = (ctx: Context, membership: Membership, partitionsCount: number): Effect.Effect<void, Source.SourceError> =>
+/**
+ * The initial assignment: join the group (group mode: `join` starts the
+ * consumer protocol's heartbeats; without it, the classic protocol's join), or
+ * read the configured partitions (assign mode).
+ */
+export const start = (
+  ctx: Context,
+  membership: Membership,
+  partitionsCount: number,
+  join?: Effect.Effect<void>
+): Effect.Effect<void, Source.SourceError> =>
   Effect.gen(function*() {
     const mode = ctx.config.mode
+    if (mode.kind === "group" && join !== undefined) return yield* join
     if (mode.kind === "group") {
       ctx.consumer.topics.track(ctx.topic)
       yield* attempt(ctx.name, "joinGroup", () =>

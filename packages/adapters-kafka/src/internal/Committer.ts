@@ -1,10 +1,10 @@
 /**
  * The commit path: one OffsetCommit per call, only ever the offset the core
- * committer asks for. In group mode the request carries the generation the
- * partition is owned in; it is refused (a no-op, counted as skipped) for a
- * partition no longer owned, and a commit the broker rejects for a stale
- * generation waits for the rejoin and is sent again only if the partition is
- * still owned. An error the client marks retriable (a broker stalled or
+ * committer asks for. In group mode the request carries the generation (the
+ * consumer protocol's member epoch) the partition is owned in; it is refused
+ * (a no-op, counted as skipped) for a partition no longer owned, and a commit
+ * the broker rejects for a stale generation or epoch waits for the rejoin (the
+ * next epoch) and is sent again only if the partition is still owned. An error the client marks retriable (a broker stalled or
  * restarting, the coordinator moving, a timeout) is sent again after a backoff
  * (100 ms doubling to 2 s) until a deadline — the group's `rebalanceTimeout`,
  * or `requestTimeout` in assign mode — then fails the commit, naming the
@@ -15,7 +15,7 @@
  */
 import { Source } from "@sluice/core"
 import { Clock, Deferred, Effect, Option } from "effect"
-import { isRetriable, needsRejoin, offsetCommit } from "./client.ts"
+import { hasApiError, isRetriable, needsRejoin, offsetCommit } from "./client.ts"
 import type { Context } from "./Context.ts"
 import type { Membership } from "./Membership.ts"
 
@@ -37,7 +37,7 @@ export type Send = typeof offsetCommit
 /** Builds the commit path of a source. */
 export const make = (ctx: Context, membership: Membership, send: Send = offsetCommit): Committer => {
   const committed = new Map<number, number>()
-  const { name, topic, consumer } = ctx
+  const { consumer, name, topic } = ctx
 
   const recorded = (partition: number, nextOffset: number) =>
     Effect.map(Clock.currentTimeMillis, (at) => {
@@ -116,17 +116,18 @@ export const make = (ctx: Context, membership: Membership, send: Send = offsetCo
         if (!membership.owned.has(partition)) return yield* skipped(partition, nextOffset)
         const wait = membership.joined
         const generation = membership.generation
-        const memberId = consumer.memberId
-        if (memberId === null || consumer.generationId !== generation) {
+        const { coordinator, generation: current, memberId } = membership.identity()
+        if (memberId === null || current !== generation) {
           // Mid-rebalance: the join event will say whether we still own it.
           yield* awaitJoin(wait, deadline, rebalanceTimeout, what)
           continue
         }
         attempts++
-        const sent = yield* sendOnce({ groupId, generation, memberId, topic, partition, offset: nextOffset })
+        const sent = yield* sendOnce({ groupId, generation, memberId, topic, partition, offset: nextOffset, coordinator })
         if (sent.ok) return yield* recorded(partition, nextOffset)
         const cause = sent.cause
-        if (needsRejoin(cause)) {
+        if (needsRejoin(cause) || hasApiError(cause, "STALE_MEMBER_EPOCH")) {
+          // A new generation (epoch) is on its way: the next join or heartbeat says whether we still own it.
           yield* awaitJoin(wait, deadline, rebalanceTimeout, what)
           continue
         }

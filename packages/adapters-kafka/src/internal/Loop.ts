@@ -33,6 +33,8 @@ export interface Parts {
   readonly gate: ReadGate
   /** The topic's partition count at connect. */
   readonly partitionsCount: number
+  /** Starts the consumer protocol's membership (group mode under KIP-848); absent: the classic join, or assign mode. */
+  readonly join?: Effect.Effect<void> | undefined
 }
 
 const groupFailure = (name: string, error: unknown) =>
@@ -85,9 +87,9 @@ export const rideThrough = <A>(ctx: Context, what: string, effect: Effect.Effect
  * Runs until the stream ends (`until: "caught-up"` in assign mode: every
  * partition reached the end offset seen at assignment) or fails.
  */
-export const run = ({ buffer, ctx, gate, membership, partitionsCount }: Parts): Effect.Effect<void, Source.SourceError> =>
+export const run = ({ buffer, ctx, gate, join, membership, partitionsCount }: Parts): Effect.Effect<void, Source.SourceError> =>
   Effect.gen(function*() {
-    yield* Assignment.start(ctx, membership, partitionsCount)
+    yield* Assignment.start(ctx, membership, partitionsCount, join)
     const round = Fetcher.makeRound(ctx)
     const caughtUp = ctx.config.until === "caught-up"
     const mayFetch = () => gate.isOpen() && buffer.room() > 0

@@ -1,9 +1,13 @@
 /**
- * Group membership as the client's event listeners report it: which
- * partitions this member may commit and in which generation, the latest
+ * Group membership as the group protocol reports it (the client's event
+ * listeners under the classic protocol, `ConsumerProtocol` under KIP-848's):
+ * which partitions this member may commit and in which generation (or member
+ * epoch), the member id and generation commits must carry now, the latest
  * assignment the fetch loop has not applied yet, the partitions lost since it
- * last looked, and a signal completed at every join (commits waiting for a
- * rejoin await it). In assign mode nothing here changes after the start.
+ * last looked, the assignment the fetch loop has finished applying (what a
+ * KIP-848 member reports as held), and a signal completed at every join or
+ * new epoch (commits waiting for a rejoin await it). In assign mode nothing
+ * here changes after the start.
  *
  * @internal
  */
@@ -12,8 +16,23 @@ import type { Recorder } from "../KafkaStats.ts"
 import type { KafkaConsumer } from "./client.ts"
 import type { Wakeup } from "./Context.ts"
 
+/** What a commit must carry now: `memberId` null while (re)joining. */
+export interface Identity {
+  readonly memberId: string | null
+  /** The classic protocol's generation, or the consumer protocol's member epoch. */
+  readonly generation: number
+  /** The group coordinator's node when the protocol tracks it (the consumer protocol). */
+  readonly coordinator?: number | undefined
+}
+
 /** The membership state of one source. */
 export class Membership {
+  /** What a commit carries now (set by the group protocol's driver; none in assign mode). */
+  identity: () => Identity = () => ({ memberId: null, generation: -1 })
+  /** The partitions held since the fetch loop last finished applying an assignment (revokes acknowledged). */
+  held: ReadonlyArray<number> = []
+  /** Called when {@link held} changes (a KIP-848 member reports it at once). */
+  onHeld: () => void = () => undefined
   /** Partitions this member may commit. */
   readonly owned = new Set<number>()
   /** The generation `owned` was granted in (-1: none, or assign mode). */
@@ -47,6 +66,23 @@ export class Membership {
     }
     this.generation = generation
     this.pending = [...mine].sort((a, b) => a - b)
+    this.signalJoined()
+  }
+
+  /** A new generation (member epoch) with the same assignment: what is owned is now owned in it. */
+  onEpoch(generation: number): void {
+    if (generation === this.generation) return
+    this.generation = generation
+    this.signalJoined()
+  }
+
+  /** The fetch loop finished applying an assignment: these partitions are held (read, their revokes acknowledged). */
+  setHeld(partitions: ReadonlyArray<number>): void {
+    this.held = partitions
+    this.onHeld()
+  }
+
+  private signalJoined(): void {
     const previous = this.joinedSignal
     this.joinedSignal = Deferred.makeUnsafe<void>()
     Deferred.doneUnsafe(previous, Exit.void)
@@ -64,6 +100,7 @@ export class Membership {
 
   /** Listens to the client's group events (group mode). */
   listen(consumer: KafkaConsumer, topic: string, stats: Recorder, wakeup: Wakeup): void {
+    this.identity = () => ({ memberId: consumer.memberId, generation: consumer.generationId })
     consumer.on("consumer:group:join", (payload) => {
       const mine = new Set(payload.assignments?.find((a) => a.topic === topic)?.partitions ?? [])
       this.onJoin(mine, payload.generationId ?? consumer.generationId)

@@ -17,13 +17,15 @@ import {
   fetchV15,
   fetchV16,
   fetchV17,
+  FindCoordinatorKeyTypes,
   kGetApi,
+  kGetBootstrapConnection,
   kGetConnection,
   kPerformWithRetry,
   ListOffsetTimestamps,
   ResponseError
 } from "@platformatic/kafka"
-import type { API, ConnectionOptions, ConsumerOptions, offsetCommitV9, Reader } from "@platformatic/kafka"
+import type { API, consumerGroupHeartbeatV1, ConnectionOptions, ConsumerOptions, findCoordinatorV6, offsetCommitV9, Reader } from "@platformatic/kafka"
 import { Effect } from "effect"
 import type { KafkaConfig } from "../KafkaConfig.ts"
 import type { AbortedTransaction } from "./RecordBatch.ts"
@@ -260,15 +262,18 @@ export const offsetCommit = (
   consumer: KafkaConsumer,
   args: {
     readonly groupId: string
+    /** The classic protocol's generation, or the consumer protocol's member epoch. */
     readonly generation: number
     readonly memberId: string
     readonly topic: string
     readonly partition: number
     readonly offset: number
+    /** The group coordinator's node, when the caller tracks it (the consumer protocol); else the client's. */
+    readonly coordinator?: number | undefined
   }
 ): Promise<OffsetCommitResponse> =>
   (async () => {
-    const coordinatorId = await consumer.findGroupCoordinator()
+    const coordinatorId = args.coordinator ?? await consumer.findGroupCoordinator()
     const { api, connection } = await brokerApi<OffsetCommitArgs, OffsetCommitResponse>(consumer, {
       topic: args.topic,
       node: coordinatorId,
@@ -286,6 +291,80 @@ export const offsetCommit = (
         name: args.topic,
         partitions: [{ partitionIndex: args.partition, committedOffset: BigInt(args.offset), committedLeaderEpoch: -1 }]
       }]
+    )
+  })()
+
+type FindCoordinatorArgs = Parameters<typeof findCoordinatorV6.api.async> extends [unknown, ...infer Rest] ? Rest : never
+type FindCoordinatorResponse = findCoordinatorV6.FindCoordinatorResponse
+
+/**
+ * The group coordinator of `groupId`, asked afresh of a bootstrap broker (the
+ * client's `findGroupCoordinator` caches its answer, and only the client's own
+ * group requests clear it when the coordinator moves).
+ */
+export const findCoordinator = (consumer: KafkaConsumer, groupId: string): Promise<number> =>
+  (async () => {
+    const connection = await callback<Connection>((cb) => consumer[kGetBootstrapConnection](cb))
+    if (connection === undefined) throw new Error("no connection to a bootstrap broker")
+    const api = await callback<API<FindCoordinatorArgs, FindCoordinatorResponse>>((cb) =>
+      consumer[kGetApi]<FindCoordinatorArgs, FindCoordinatorResponse>("FindCoordinator", cb)
+    )
+    const response = await api.async(connection, FindCoordinatorKeyTypes.GROUP, [groupId])
+    const found = response.coordinators.find((c) => c.key === groupId) ?? response.coordinators[0]
+    if (found === undefined) throw new Error(`no coordinator for group ${groupId}`)
+    return found.nodeId
+  })()
+
+type HeartbeatArgs = Parameters<typeof consumerGroupHeartbeatV1.api.async> extends [unknown, ...infer Rest] ? Rest : never
+/** A ConsumerGroupHeartbeat response (KIP-848). */
+export type HeartbeatResponse = consumerGroupHeartbeatV1.ConsumerGroupHeartbeatResponse
+
+/** What one ConsumerGroupHeartbeat request sends (KIP-848); `memberEpoch` -1 leaves the group. */
+export interface HeartbeatRequest {
+  readonly groupId: string
+  readonly memberId: string
+  readonly memberEpoch: number
+  readonly instanceId: string | null
+  readonly rebalanceTimeout: number
+  readonly topic: string
+  /** The subscribed topic's id, to name the partitions held. */
+  readonly topicId: string
+  /** The partitions this member holds now (its revokes finished). */
+  readonly owned: ReadonlyArray<number>
+}
+
+/**
+ * One ConsumerGroupHeartbeat request to the coordinator `coordinator` (the
+ * consumer group protocol, KIP-848), every field sent in full. A response
+ * with an error code is thrown as the client's `ResponseError`.
+ */
+export const consumerGroupHeartbeat = (
+  consumer: KafkaConsumer,
+  coordinator: number,
+  request: HeartbeatRequest
+): Promise<HeartbeatResponse> =>
+  (async () => {
+    const { api, connection } = await brokerApi<HeartbeatArgs, HeartbeatResponse>(consumer, {
+      topic: request.topic,
+      node: coordinator,
+      role: "group coordinator",
+      connect: (broker, cb) => consumer[kGetConnection](broker, cb),
+      api: "ConsumerGroupHeartbeat"
+    })
+    const leaving = request.memberEpoch < 0
+    return api.async(
+      connection,
+      request.groupId,
+      request.memberId,
+      request.memberEpoch,
+      request.instanceId,
+      null,
+      leaving ? 0 : request.rebalanceTimeout,
+      leaving ? [] : [request.topic],
+      null,
+      null,
+      // The broker wants an empty list, not a topic without partitions, when nothing is held (and when joining).
+      leaving || request.owned.length === 0 ? [] : [{ topicId: request.topicId, partitions: [...request.owned] }]
     )
   })()
 
