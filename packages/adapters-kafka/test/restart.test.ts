@@ -19,7 +19,7 @@ import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { closeClients, createTopic, getAdmin, requireBroker, sleep, topicName } from "./support.ts"
+import { closeClients, createTopic, getAdmin, requireBroker, sleep, topicName, waitFor } from "./support.ts"
 
 afterAll(closeClients)
 
@@ -173,6 +173,27 @@ describe("restarts of a group member (consumer protocol)", { timeout: 120_000 },
     const { code, group, ownedAfterMs } = await restart("restart-kip848-static-term", "SIGTERM", "archiver-0", "consumer")
     expect(code).toBe(0)
     expect(ownedAfterMs).toBeLessThan(PROMPT_MS)
+    expect(await listedGroup(group)).toEqual({ state: "STABLE", type: "consumer" })
+  })
+
+  it("a member paused past the session timeout is fenced: it gives up every partition and rejoins, and the group splits them again", async () => {
+    await requireBroker()
+    const topic = topicName("restart-kip848-fence")
+    await createTopic(topic, PARTITIONS)
+    const group = `${topic}-g`
+    const first = startMember(topic, group, undefined, "consumer")
+    await ownsAll(first, Date.now(), 30_000)
+    const second = startMember(topic, group, undefined, "consumer")
+    const split = () => first.owned.length > 0 && second.owned.length > 0 && first.owned.length + second.owned.length === PARTITIONS
+    await waitFor("the first split", split, 30_000)
+    // Frozen (no heartbeat) past the session timeout: the broker expires it and gives its partitions to the other.
+    first.child.kill("SIGSTOP")
+    await waitFor("the other member owns every partition", () => second.owned.length === PARTITIONS, SESSION_TIMEOUT_MS * 3)
+    first.child.kill("SIGCONT")
+    // Back: its next heartbeat is refused (its member is gone), it rejoins, and the group splits again.
+    await waitFor("the second split", () => /fenced by the group coordinator/.test(first.stderr) && split(), SESSION_TIMEOUT_MS * 3)
+    expect(first.owned.filter((p) => second.owned.includes(p))).toEqual([])
+    expect(first.child.exitCode).toBeNull()
     expect(await listedGroup(group)).toEqual({ state: "STABLE", type: "consumer" })
   })
 
