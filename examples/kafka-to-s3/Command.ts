@@ -60,6 +60,10 @@ const config = {
     Flag.withDescription("static group membership: this instance's id, the same across its restarts (default: none)"),
     Flag.optional
   ),
+  groupProtocol: Flag.Literals("group-protocol", ["classic", "consumer"]).pipe(
+    Flag.withDescription("the consumer group protocol: classic, or consumer (KIP-848) (default: the settings file's group.protocol, else classic)"),
+    Flag.optional
+  ),
   untilCommitted: amount("until-committed", "N", "drain and exit once N records are committed").pipe(Flag.optional),
   maxSeconds: amount("max-seconds", "S", "drain and exit after S seconds").pipe(Flag.optional),
   drainSeconds: amount("drain-seconds", "S", "drain deadline (default 30)").pipe(Flag.withDefault(30)),
@@ -136,6 +140,7 @@ const argsOf = (flags: Command.Command.Config.Infer<typeof config>) => {
     name: Option.getOrElse(flags.name, () => `${topic}-archiver`),
     groupId: Option.getOrElse(flags.group, () => `${topic}-archiver`),
     instanceId: Option.getOrUndefined(flags.instanceId),
+    groupProtocol: Option.getOrUndefined(flags.groupProtocol),
     untilCommitted: atLeastZero("--until-committed", Option.getOrUndefined(flags.untilCommitted)),
     maxSeconds: atLeastZero("--max-seconds", Option.getOrUndefined(flags.maxSeconds)),
     drainSeconds: atLeastZero("--drain-seconds", flags.drainSeconds),
@@ -166,7 +171,11 @@ const main = (args: ReturnType<typeof argsOf>) =>
       brokers: args.brokers,
       topic: args.topic,
       groupId: args.groupId,
-      group: { ...settings.group, ...(args.instanceId === undefined ? {} : { instanceId: args.instanceId }) },
+      group: {
+        ...settings.group,
+        ...(args.instanceId === undefined ? {} : { instanceId: args.instanceId }),
+        ...(args.groupProtocol === undefined ? {} : { protocol: args.groupProtocol })
+      },
       s3: args.s3,
       name: args.name,
       settings,

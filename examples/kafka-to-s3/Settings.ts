@@ -35,8 +35,8 @@ export interface Settings {
   }
   /**
    * The consumer group's settings but its id and the instance id, as written
-   * (`KafkaConfig.GroupMode`: `sessionTimeout`, `heartbeatInterval`,
-   * `rebalanceTimeout`; checked at load). The instance id is per instance:
+   * (`KafkaConfig.GroupMode`: `protocol`, `sessionTimeout`,
+   * `heartbeatInterval`, `rebalanceTimeout`; checked at load). The instance id is per instance:
    * the command line's `--instance-id`.
    */
   readonly group: Omit<KafkaConfig.GroupModeInput, "kind" | "groupId" | "instanceId">
@@ -51,7 +51,7 @@ export interface Settings {
 
 const KEYS = ["pipeline", "policies", "group", "s3"]
 /** The group's keys a settings file may set (the id comes from the command line, the instance id too). */
-const GROUP_KEYS = ["sessionTimeout", "heartbeatInterval", "rebalanceTimeout"]
+const GROUP_KEYS = ["protocol", "sessionTimeout", "heartbeatInterval", "rebalanceTimeout"]
 /** A group id that passes `GroupMode`'s check, to decode the file's `group` part before the real id is known. */
 const PLACEHOLDER_GROUP = "settings-check"
 /** The sink's keys the command line and environment set, not the settings file. */

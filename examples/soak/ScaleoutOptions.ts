@@ -23,6 +23,8 @@ export interface Options {
   readonly timeoutMillis: number
   /** Whether the capacity runs (1…N instances from the topic's start) follow the steps. */
   readonly capacity: boolean
+  /** The consumer group protocol the archivers run: `classic`, or `consumer` (KIP-848). */
+  readonly protocol: "classic" | "consumer"
   /** The last stdout line is the result, one JSON object. */
   readonly json: boolean
 }
@@ -57,6 +59,10 @@ export const command = CommandLine.script("scaleout", {
     Flag.withDefault(true),
     Flag.withDescription("after the steps, archive the topic again with 1, 2, … N instances (default on; --no-capacity skips it)")
   ),
+  protocol: Flag.Literals("protocol", ["classic", "consumer"]).pipe(
+    Flag.withDefault("classic"),
+    Flag.withDescription("the consumer group protocol of the archivers: classic, or consumer (KIP-848) (default classic)")
+  ),
   json: CommandLine.switchFlag("json", "the last stdout line is the result, one JSON object")
 }, [
   "Scale-out on a real consumer group: N archivers (static members) on a topic fed throughout;",
@@ -78,13 +84,13 @@ const outside = (flag: string, n: number, min: number, max: number): string | un
  *
  * ```ts
  * ScaleoutOptions.fromArgv(["--instances", "2", "--partitions", "6", "--no-capacity"])
- * // { _tag: "Run", flags: { instances: 2, partitions: 6, rate: 20000, holdMillis: 10000, timeoutMillis: 120000, capacity: false, json: false } }
+ * // { _tag: "Run", flags: { instances: 2, partitions: 6, rate: 20000, holdMillis: 10000, timeoutMillis: 120000, capacity: false, protocol: "classic", json: false } }
  * ```
  */
 export const fromArgv = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Options> => {
   const line = command.read(argv)
   if (line._tag !== "Run") return line
-  const { instances, partitions, rate, holdSeconds, timeoutSeconds, capacity, json } = line.flags
+  const { instances, partitions, rate, holdSeconds, timeoutSeconds, capacity, protocol, json } = line.flags
   const problem = outside("--partitions", partitions, 2, 256) ??
     outside("--instances", instances, 2, Math.min(MAX_INSTANCES, partitions)) ??
     outside("--rate", rate, 100, 1_000_000) ??
@@ -92,5 +98,5 @@ export const fromArgv = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Op
     outside("--timeout-seconds", timeoutSeconds, 10, 3600)
   return problem !== undefined
     ? { _tag: "Invalid", message: problem }
-    : { _tag: "Run", flags: { instances, partitions, rate, holdMillis: holdSeconds * 1000, timeoutMillis: timeoutSeconds * 1000, capacity, json } }
+    : { _tag: "Run", flags: { instances, partitions, rate, holdMillis: holdSeconds * 1000, timeoutMillis: timeoutSeconds * 1000, capacity, protocol, json } }
 }

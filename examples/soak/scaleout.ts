@@ -62,6 +62,7 @@ import { endOffsets } from "../bench/services.ts"
 import { createBucket } from "../kafka-to-s3/produce.ts"
 import { committedOffsets, exited, servicesFromEnv, sleep, startArchiver } from "./KillRuns.ts"
 import { attribute, name as nameDuplicates, parseLeftOnRevoke, size } from "./Duplicates.ts"
+import * as ConsumerGroupDescribe from "./ConsumerGroupDescribe.ts"
 import type { AnnouncedRange } from "./Duplicates.ts"
 import * as ProducerChild from "./ProducerChild.ts"
 import * as ScaleoutOptions from "./ScaleoutOptions.ts"
@@ -116,7 +117,7 @@ const startInstance = (name: string): Instance => {
   const { child, tail } = startArchiver(
     topic,
     target,
-    ["--group", group, "--instance-id", name, "--name", name, "--prometheus-port", "0", "--progress-seconds", "1", "--max-seconds", String(ARCHIVER_MAX_SECONDS)],
+    ["--group", group, "--group-protocol", options.protocol, "--instance-id", name, "--name", name, "--prometheus-port", "0", "--progress-seconds", "1", "--max-seconds", String(ARCHIVER_MAX_SECONDS)],
     {
       env: { NODE_COMPILE_CACHE: COMPILE_CACHE, ...process.env },
       onLine: (line) => {
@@ -175,12 +176,12 @@ const describe = async (): Promise<{
   readonly held: Map<string, ReadonlyArray<number>>
   readonly memberIds: Map<string, string>
 }> => {
-  const described = (await admin.describeGroups({ groups: [group] })).get(group)
+  const described = await describeGroup()
   const held = new Map<string, ReadonlyArray<number>>()
   const memberIds = new Map<string, string>()
-  for (const member of described?.members.values() ?? []) {
-    const name = member.groupInstanceId ?? member.id
-    const partitions = [...(member.assignments?.values() ?? [])].flatMap((a) => a.partitions)
+  for (const member of described.members) {
+    const name = member.instanceId ?? member.id
+    const partitions = member.partitions
     held.set(name, partitions)
     memberIds.set(name, member.id)
     for (const p of partitions) {
@@ -188,7 +189,31 @@ const describe = async (): Promise<{
       lastOwner[p] = name
     }
   }
-  return { state: String(described?.state).toUpperCase(), held, memberIds }
+  return { state: described.state.toUpperCase(), held, memberIds }
+}
+
+/**
+ * The group's state and members, from the API of its protocol: DescribeGroups
+ * (classic), or ConsumerGroupDescribe (the consumer protocol: DescribeGroups
+ * answers such a group as Dead).
+ */
+const describeGroup = async (): Promise<{
+  readonly state: string
+  readonly members: ReadonlyArray<{ readonly instanceId: string | null; readonly id: string; readonly partitions: ReadonlyArray<number> }>
+}> => {
+  if (options.protocol === "consumer") {
+    const described = await ConsumerGroupDescribe.describe(admin, group, topic)
+    return { state: described.state, members: described.members.map((m) => ({ instanceId: m.instanceId, id: m.memberId, partitions: m.partitions })) }
+  }
+  const described = (await admin.describeGroups({ groups: [group] })).get(group)
+  return {
+    state: String(described?.state),
+    members: [...(described?.members.values() ?? [])].map((m) => ({
+      instanceId: m.groupInstanceId ?? null,
+      id: m.id,
+      partitions: [...(m.assignments?.values() ?? [])].flatMap((a) => a.partitions)
+    }))
+  }
 }
 
 interface Sample {
@@ -474,6 +499,7 @@ try {
   const jain = rates.length === 0 ? null : rates.reduce((a, b) => a + b, 0) ** 2 / (rates.length * rates.reduce((a, b) => a + b * b, 0))
   result = {
     instances: options.instances,
+    protocol: options.protocol,
     partitions: options.partitions,
     produced: totalProduced,
     lost: totalProduced - (report.records ?? 0),
@@ -529,7 +555,7 @@ writeFileSync(
   [
     "# Scale-out on a consumer group",
     "",
-    `${options.instances} archivers (static members) in one group, ${options.partitions} partitions, ${options.rate} records/s produced throughout;`,
+    `${options.instances} archivers (static members) in one group (${options.protocol} protocol), ${options.partitions} partitions, ${options.rate} records/s produced throughout;`,
     `each step held ${options.holdMillis / 1000} s after the group settled.`,
     "",
     "| step | joined (s) | settled (s) | partitions moved | lag at the end | records/s per instance | duplicates | named by the archivers |",

@@ -23,7 +23,7 @@ const commands = [
   { name: "soak", script: Options.command, read: Options.fromArgv, usage: "npm run soak -- [flags]", flags: ["--rate R", "--duration D", "--source", "--sink", "--json", "--partitions P", "--record-bytes B", "--out DIR"] },
   { name: "chaos", script: ChaosOptions.command, read: ChaosOptions.fromArgv, usage: "npm run chaos -- [flags]", flags: ["--runs", "--records", "--partitions", "--seed", "--min-ms", "--max-ms", "--json"] },
   { name: "recovery", script: RecoveryOptions.command, read: RecoveryOptions.fromArgv, usage: "npm run recovery -- [flags]", flags: ["--backlogs", "--modes", "--kill-fraction", "--timeout-seconds", "--json"] },
-  { name: "scaleout", script: ScaleoutOptions.command, read: ScaleoutOptions.fromArgv, usage: "npm run scaleout -- [flags]", flags: ["--instances", "--partitions", "--rate", "--hold-seconds", "--timeout-seconds", "--capacity", "--json"] },
+  { name: "scaleout", script: ScaleoutOptions.command, read: ScaleoutOptions.fromArgv, usage: "npm run scaleout -- [flags]", flags: ["--instances", "--partitions", "--rate", "--hold-seconds", "--timeout-seconds", "--capacity", "--protocol", "--json"] },
   { name: "soak-producer", script: ProducerOptions.command, read: ProducerOptions.command.read, usage: "examples/soak/producer.ts [flags] <brokers> <topic>", flags: ["brokers", "topic", "partitions", "rate", "record-bytes", "acks"] }
 ] as const
 
@@ -130,12 +130,13 @@ describe("npm run scaleout", () => {
   it("reads the flags, --no-capacity included, with the defaults", () => {
     expect(ScaleoutOptions.fromArgv([])).toEqual({
       _tag: "Run",
-      flags: { instances: 3, partitions: 24, rate: 20_000, holdMillis: 10_000, timeoutMillis: 120_000, capacity: true, json: false }
+      flags: { instances: 3, partitions: 24, rate: 20_000, holdMillis: 10_000, timeoutMillis: 120_000, capacity: true, protocol: "classic", json: false }
     })
-    expect(ScaleoutOptions.fromArgv(["--instances", "2", "--partitions", "6", "--rate", "2000", "--hold-seconds", "2", "--no-capacity", "--json"])).toEqual({
+    expect(ScaleoutOptions.fromArgv(["--instances", "2", "--partitions", "6", "--rate", "2000", "--hold-seconds", "2", "--no-capacity", "--protocol", "consumer", "--json"])).toEqual({
       _tag: "Run",
-      flags: { instances: 2, partitions: 6, rate: 2000, holdMillis: 2000, timeoutMillis: 120_000, capacity: false, json: true }
+      flags: { instances: 2, partitions: 6, rate: 2000, holdMillis: 2000, timeoutMillis: 120_000, capacity: false, protocol: "consumer", json: true }
     })
+    expect(invalid(ScaleoutOptions.fromArgv(["--protocol", "kip848"]))).toMatch(/^scaleout: .*--protocol/)
   })
 
   it("refuses a value out of its range with the message it has always given", () => {
