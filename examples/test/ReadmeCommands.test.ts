@@ -171,6 +171,7 @@ const elsewhere: Record<string, string> = {
   "npm ci && npm start": ".ci/run installs; the demo's smoke is `npm start -- --quiet` below",
   "npm test": ".ci/run",
   "npm run scaleout -- --instances 3 --json": "examples/test/Scaleout.test.ts runs its smoke (2 instances, 6 partitions, 2 s holds, no capacity runs)",
+  "npm run scaleout -- --instances 3 --no-capacity --protocol consumer --json": "examples/test/Scaleout.test.ts runs its smoke with --protocol consumer (2 instances, 6 partitions, 2 s holds)",
   "npm ci": ".ci/run",
   "npm run build": ".ci/run (scripts/test.sh builds first)",
   "npm ci && npm run build": ".ci/run",

@@ -8,6 +8,9 @@
  * window and named by the archiver that left it (its `left on revoke` line;
  * but the SIGKILL victim's), and the killed static member's restart settled
  * long before the session timeout (30 s) a dynamic member would wait out.
+ * The same under KIP-848's consumer protocol (`--protocol consumer`), whose
+ * killed static member is not replaced: its restart settles only after the
+ * broker's session timeout for that protocol (12 s on the suite's broker).
  */
 import { execFile } from "node:child_process"
 import * as Path from "node:path"
@@ -19,13 +22,19 @@ const root = fileURLToPath(new URL("../../", import.meta.url))
 const SMOKE_MS = 240_000
 /** The Kafka source's default session timeout: a killed member without an instance id holds its partitions this long. */
 const SESSION_TIMEOUT_SECONDS = 30
+/** The suite's broker under the consumer protocol (`scripts/kafka-broker.sh`): session timeout and heartbeat interval. */
+const CONSUMER_SESSION_TIMEOUT_SECONDS = 12
+const CONSUMER_HEARTBEAT_SECONDS = 5
 
-describe("scaleout (smoke)", () => {
-  it("2 archivers in one group through scale-up, rolling restart, SIGKILL and scale-down: nothing lost, duplicates bounded, restarts before the session timeout", async () => {
+describe.each(["classic", "consumer"] as const)("scaleout (smoke, %s protocol)", (protocol) => {
+  it("2 archivers in one group through scale-up, rolling restart, SIGKILL and scale-down: nothing lost, duplicates bounded, the killed member's restart timed", async () => {
     const run = await new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
       execFile(
         "bash",
-        [Path.join(root, "scripts/scaleout.sh"), "--instances", "2", "--partitions", "6", "--rate", "2000", "--hold-seconds", "2", "--no-capacity", "--json"],
+        [
+          Path.join(root, "scripts/scaleout.sh"),
+          ...["--instances", "2", "--partitions", "6", "--rate", "2000", "--hold-seconds", "2", "--no-capacity", "--protocol", protocol, "--json"]
+        ],
         { cwd: root, timeout: SMOKE_MS, maxBuffer: 64 << 20 },
         (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
       )
@@ -34,6 +43,7 @@ describe("scaleout (smoke)", () => {
     expect(last.startsWith("{"), `no JSON line from scripts/scaleout.sh (exit ${String(run.code)}):\n${run.stderr.slice(-4000)}`).toBe(true)
     const result = JSON.parse(last) as {
       readonly instances: number
+      readonly protocol: string
       readonly produced: number
       readonly lost: number
       readonly duplicatesBounded: boolean
@@ -61,7 +71,14 @@ describe("scaleout (smoke)", () => {
       "SIGKILL archiver-1, restart",
       "scale down: stop archiver-1"
     ])
-    expect(result.settleSeconds["SIGKILL archiver-1, restart"]).toBeLessThan(SESSION_TIMEOUT_SECONDS / 2)
+    expect(result.protocol).toBe(protocol)
+    if (protocol === "classic") {
+      // Static membership: the restart replaces the dead member at once.
+      expect(result.settleSeconds["SIGKILL archiver-1, restart"]).toBeLessThan(SESSION_TIMEOUT_SECONDS / 2)
+    } else {
+      // Refused its instance id until the broker expired the dead member (its last heartbeat at most one interval before the kill).
+      expect(result.settleSeconds["SIGKILL archiver-1, restart"]).toBeGreaterThan(CONSUMER_SESSION_TIMEOUT_SECONDS - CONSUMER_HEARTBEAT_SECONDS)
+    }
     expect(run.code, run.stderr.slice(-4000)).toBe(0)
   }, SMOKE_MS + 10_000)
 })
