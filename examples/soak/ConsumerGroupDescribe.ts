@@ -59,7 +59,7 @@ export const describe = async (admin: Admin, group: string, topic: string): Prom
   return {
     state: found.groupState,
     members: found.members.map((m) => ({
-      instanceId: m.instanceId,
+      instanceId: m.instanceId ?? null,
       memberId: m.memberId,
       partitions: m.assignment.topicPartitions.filter((t) => t.topicName === topic).flatMap((t) => [...t.partitions])
     }))

@@ -42,8 +42,8 @@ export const AssignMode = Schema.Struct({
  * | field | default | meaning |
  * |---|---|---|
  * | `protocol` | `"classic"` | the group protocol: `"classic"` (JoinGroup / SyncGroup, the eager assignor) or `"consumer"` (KIP-848's ConsumerGroupHeartbeat: the broker assigns, incrementally) |
- * | `sessionTimeout` | 30 seconds | the broker drops a member silent for this long (classic; under `"consumer"` the broker's `group.consumer.session.timeout.ms`) |
- * | `heartbeatInterval` | 1 second | also how fast a member notices a rebalance (classic; under `"consumer"` the broker's `group.consumer.heartbeat.interval.ms`, this only until the first answer) |
+ * | `sessionTimeout` | 30 seconds | the broker drops a member silent for this long (classic only: under `"consumer"` the broker's `group.consumer.session.timeout.ms` holds, and this key is refused) |
+ * | `heartbeatInterval` | 1 second | also how fast a member notices a rebalance (classic only: under `"consumer"` the broker's `group.consumer.heartbeat.interval.ms`, and this key is refused) |
  * | `rebalanceTimeout` | 60 seconds | how long the group waits for a member to give up revoked partitions |
  * | `instanceId` | none | static membership (`group.instance.id`, KIP-345): one id per archiver instance, stable across its restarts |
  *
@@ -223,4 +223,28 @@ export type GroupModeInput = CoreConfig.Input<typeof GroupMode>
  * @since 0.1.0
  */
 export const decode = (input: unknown): Effect.Effect<KafkaConfig, CoreConfig.ConfigError> =>
-  Config.decode("kafka", KafkaConfig, input)
+  Effect.andThen(brokerSetKeys(input), Config.decode("kafka", KafkaConfig, input))
+
+/**
+ * The group keys the broker sets under the consumer protocol (KIP-848), and
+ * the broker setting that does (Kafka's Java client refuses them too).
+ */
+const BROKER_SET: ReadonlyArray<readonly [key: string, setting: string]> = [
+  ["sessionTimeout", "group.consumer.session.timeout.ms"],
+  ["heartbeatInterval", "group.consumer.heartbeat.interval.ms"]
+]
+
+/** Fails naming the first key written in a consumer-protocol group mode that the broker sets instead. */
+const brokerSetKeys = (input: unknown): Effect.Effect<void, CoreConfig.ConfigError> => {
+  const mode = typeof input === "object" && input !== null ? (input as { readonly mode?: unknown }).mode : undefined
+  if (typeof mode !== "object" || mode === null || (mode as { readonly protocol?: unknown }).protocol !== "consumer") return Effect.void
+  const found = BROKER_SET.find(([key]) => key in mode)
+  if (found === undefined) return Effect.void
+  const [key, setting] = found
+  return Effect.fail(
+    new Config.ConfigError({
+      component: "kafka",
+      message: `kafka: mode.${key} is not used under protocol "consumer": the broker sets it (${setting})\n  at ["mode"]["${key}"]`
+    })
+  )
+}

@@ -31,6 +31,16 @@ describe("KafkaConfig", () => {
     })
   })
 
+  it("under the consumer protocol, refuses the keys the broker sets, naming the broker's setting", () => {
+    const group = { kind: "group", groupId: "g", protocol: "consumer" } as const
+    expect(messageOf({ ...base, mode: { ...group, sessionTimeout: 6000 } })).toMatch(
+      /ConfigError: kafka: mode\.sessionTimeout is not used under protocol "consumer": the broker sets it \(group\.consumer\.session\.timeout\.ms\)/
+    )
+    expect(messageOf({ ...base, mode: { ...group, heartbeatInterval: "1 second" } })).toMatch(/group\.consumer\.heartbeat\.interval\.ms/)
+    expect(messageOf({ ...base, mode: { ...group, protocol: "classic", sessionTimeout: 6000 } })).toBe("ok")
+    expect(messageOf({ ...base, mode: { ...group, rebalanceTimeout: "20 seconds" } })).toBe("ok")
+  })
+
   it("rejects bad config with a ConfigError naming the field", () => {
     expect(messageOf({ ...base, brokers: ["localhost"] })).toMatch(/ConfigError: kafka: .*\["brokers"\]\[0\]/s)
     expect(messageOf({ ...base, brokers: [] })).toMatch(/ConfigError: .*\["brokers"\]/s)

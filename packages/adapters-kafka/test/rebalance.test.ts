@@ -53,7 +53,9 @@ describe.each(["classic", "consumer"] as const)("consumer-group rebalance (%s pr
     const perPartition = 3000
     const topic = await backlogTopic(`rebalance-${protocol}`, partitions, { count: perPartition, recordBytes: RECORD_BYTES })
     const groupId = `${topic}-g`
-    const mode = { kind: "group", groupId, protocol, heartbeatInterval: 200, sessionTimeout: 6000, rebalanceTimeout: REBALANCE_TIMEOUT_MS } as const
+    // The consumer protocol's session timeout and heartbeat interval are the broker's.
+    const timing = protocol === "classic" ? { heartbeatInterval: 200, sessionTimeout: 6000 } : {}
+    const mode = { kind: "group", groupId, protocol, ...timing, rebalanceTimeout: REBALANCE_TIMEOUT_MS } as const
     const config = { batch: { records: 150, maxAge: "100 millis" }, tick: 20 }
     const verified = new Ranges()
 

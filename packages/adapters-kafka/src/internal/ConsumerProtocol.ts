@@ -5,7 +5,7 @@
  * inside its own message streams, which this source does not use (it fetches
  * on a pool of its own).
  *
- * One fiber heartbeats: every `heartbeatIntervalMs` the broker asks for, and
+ * One fiber heartbeats: every `heartbeatIntervalMs` the broker names, and
  * at once when the fetch loop has finished applying an assignment (revokes
  * acknowledged by the pipeline, new partitions started), reporting the
  * partitions held then. The broker gives a partition to another member only
@@ -43,6 +43,9 @@ import type { Membership } from "./Membership.ts"
 /** First and longest wait between heartbeats that failed retriably (the commits' backoff). */
 const RETRY_FIRST_MILLIS = 100
 const RETRY_MAX_MILLIS = 2_000
+
+/** The heartbeat interval when an answer names none (every answer of Kafka 4 does): Kafka's default `group.consumer.heartbeat.interval.ms`. */
+const FALLBACK_INTERVAL_MILLIS = 5_000
 
 /** The epoch a leaving member sends (KIP-848: -1 leaves the group; -2, a static member's temporary leave, is not used). */
 const LEAVE_EPOCH = -1
@@ -176,7 +179,8 @@ export const make = (
     })
 
   const loop = Effect.gen(function*() {
-    let interval = mode.heartbeatInterval
+    // Every answer names the interval; this holds only if one did not.
+    let interval = FALLBACK_INTERVAL_MILLIS
     let failingSince: number | undefined
     let attempts = 0
     while (true) {

@@ -155,7 +155,8 @@ export const makeConsumer = (config: KafkaConfig): KafkaConsumer => {
       ? FetchIsolationLevels.READ_COMMITTED
       : FetchIsolationLevels.READ_UNCOMMITTED,
     autocommit: false,
-    ...(config.mode.kind === "group"
+    // Under the consumer protocol the source runs the membership itself (`ConsumerProtocol.ts`): the client's group timings are not used.
+    ...(config.mode.kind === "group" && config.mode.protocol === "classic"
       ? {
         sessionTimeout: config.mode.sessionTimeout,
         heartbeatInterval: config.mode.heartbeatInterval,
