@@ -248,6 +248,16 @@ const brokerApi = async <Args extends Array<unknown>, Response>(
   return { api, connection }
 }
 
+/** The group coordinator `node` on the client's own connections, and its API `api` (`brokerApi`). */
+const coordinatorApi = <Args extends Array<unknown>, Response>(consumer: KafkaConsumer, topic: string, node: number, api: string) =>
+  brokerApi<Args, Response>(consumer, {
+    topic,
+    node,
+    role: "group coordinator",
+    connect: (broker, cb) => consumer[kGetConnection](broker, cb),
+    api
+  })
+
 /**
  * One OffsetCommit request with an explicit generation and member id.
  *
@@ -275,13 +285,7 @@ export const offsetCommit = (
 ): Promise<OffsetCommitResponse> =>
   (async () => {
     const coordinatorId = args.coordinator ?? await consumer.findGroupCoordinator()
-    const { api, connection } = await brokerApi<OffsetCommitArgs, OffsetCommitResponse>(consumer, {
-      topic: args.topic,
-      node: coordinatorId,
-      role: "group coordinator",
-      connect: (broker, cb) => consumer[kGetConnection](broker, cb),
-      api: "OffsetCommit"
-    })
+    const { api, connection } = await coordinatorApi<OffsetCommitArgs, OffsetCommitResponse>(consumer, args.topic, coordinatorId, "OffsetCommit")
     return api.async(
       connection,
       args.groupId,
@@ -345,13 +349,7 @@ export const consumerGroupHeartbeat = (
   request: HeartbeatRequest
 ): Promise<HeartbeatResponse> =>
   (async () => {
-    const { api, connection } = await brokerApi<HeartbeatArgs, HeartbeatResponse>(consumer, {
-      topic: request.topic,
-      node: coordinator,
-      role: "group coordinator",
-      connect: (broker, cb) => consumer[kGetConnection](broker, cb),
-      api: "ConsumerGroupHeartbeat"
-    })
+    const { api, connection } = await coordinatorApi<HeartbeatArgs, HeartbeatResponse>(consumer, request.topic, coordinator, "ConsumerGroupHeartbeat")
     const leaving = request.memberEpoch < 0
     return api.async(
       connection,
