@@ -10,7 +10,9 @@
  * acknowledged by the pipeline, new partitions started), reporting the
  * partitions held then. The broker gives a partition to another member only
  * after this member reported it no longer held, so a revoked partition is
- * never read by two members at once. Each response's assignment becomes a
+ * never read by two members at once; until then this member may commit it,
+ * so its revokes carry `release` (the pipeline commits what it has of the
+ * partition first, within half the rebalance timeout). Each response's assignment becomes a
  * pending assignment of the {@link Membership} (the same path as a classic
  * join), each new member epoch the generation commits carry.
  *
@@ -89,8 +91,11 @@ const reason = (error: unknown): string => {
 /** A member id for the first heartbeat (ConsumerGroupHeartbeat v1: the member makes its own), as Kafka's `Uuid` prints one. */
 const newMemberId = (): string => randomBytes(16).toString("base64url")
 
-/** The heartbeat request (sent), replaced in tests to inject failures. */
-export type Send = typeof consumerGroupHeartbeat
+/** The two requests the protocol sends (the client's; replaced in tests). */
+export interface Requests {
+  readonly heartbeat: typeof consumerGroupHeartbeat
+  readonly findCoordinator: typeof findCoordinator
+}
 
 /** The driver of one source's membership. */
 export interface ConsumerProtocol {
@@ -110,7 +115,7 @@ export const make = (
   membership: Membership,
   topicId: string,
   scope: Scope.Scope,
-  send: Send = consumerGroupHeartbeat
+  requests: Requests = { heartbeat: consumerGroupHeartbeat, findCoordinator }
 ): ConsumerProtocol => {
   const mode = ctx.config.mode
   if (mode.kind !== "group") throw new Error("ConsumerProtocol.make: the source is not in group mode")
@@ -122,6 +127,7 @@ export const make = (
   let heldVersion = 0
   let sentHeld = -1
   const heldChanged = new Wakeup()
+  membership.releaseOnAck = true
   membership.identity = () => ({ memberId: epoch > 0 ? memberId : null, generation: epoch, coordinator })
   membership.onHeld = () => {
     heldVersion++
@@ -143,18 +149,22 @@ export const make = (
   const heartbeat = (memberEpoch: number) =>
     Effect.tryPromise({
       try: async () => {
-        coordinator ??= await findCoordinator(ctx.consumer, mode.groupId)
-        return send(ctx.consumer, coordinator, request(memberEpoch))
+        coordinator ??= await requests.findCoordinator(ctx.consumer, mode.groupId)
+        return requests.heartbeat(ctx.consumer, coordinator, request(memberEpoch))
       },
       catch: (cause) => cause
     })
 
+  /** The last assignment answered (sorted, joined), to tell a new one from one sent again. */
+  let lastAssigned: string | undefined
   const applied = (response: HeartbeatResponse) =>
     Effect.sync(() => {
       joined = true
       const mine = assigned(response, topicId)
       epoch = response.memberEpoch
-      if (mine === undefined) return membership.onEpoch(epoch)
+      // The broker sends the assignment again in answers to full requests (this source's): the same one changes nothing.
+      if (mine === undefined || mine.join() === lastAssigned) return membership.onEpoch(epoch)
+      lastAssigned = mine.join()
       const keep = new Set(mine)
       if ([...membership.owned].some((p) => !keep.has(p))) ctx.stats.counters.rebalances++
       membership.onJoin(keep, epoch)
@@ -165,10 +175,10 @@ export const make = (
     Effect.gen(function*() {
       yield* Effect.logWarning(`sluice: ${ctx.name}: fenced by the group coordinator (${reason(cause)}); every partition lost, rejoining`)
       epoch = 0
+      lastAssigned = undefined
       if (membership.owned.size > 0) ctx.stats.counters.rebalances++
-      membership.onJoin(new Set(), 0)
-      // Nothing may be committed any more: report nothing held at once, without waiting for the revokes.
-      membership.held = []
+      // Nothing may be committed any more, and nothing is reported held, at once, without waiting for the revokes.
+      membership.loseAll(0)
       ctx.wakeup.wake()
     })
 

@@ -33,6 +33,13 @@ export class Membership {
   held: ReadonlyArray<number> = []
   /** Called when {@link held} changes (a KIP-848 member reports it at once). */
   onHeld: () => void = () => undefined
+  /**
+   * Whether a revoked partition stays owned (committable) until its revoke is
+   * acknowledged ({@link release}): the consumer protocol, where the member
+   * holds it until it reports it released. The classic protocol's join has
+   * already moved it.
+   */
+  releaseOnAck = false
   /** Partitions this member may commit. */
   readonly owned = new Set<number>()
   /** The generation `owned` was granted in (-1: none, or assign mode). */
@@ -58,15 +65,32 @@ export class Membership {
 
   /** Applies a join's assignment to the ownership (the loop applies it to the reads later). */
   onJoin(mine: ReadonlySet<number>, generation: number): void {
-    for (const p of this.owned) {
-      if (!mine.has(p)) {
-        this.owned.delete(p)
-        this.lostSince.add(p)
+    if (!this.releaseOnAck) {
+      for (const p of this.owned) {
+        if (!mine.has(p)) {
+          this.owned.delete(p)
+          this.lostSince.add(p)
+        }
       }
     }
     this.generation = generation
     this.pending = [...mine].sort((a, b) => a - b)
     this.signalJoined()
+  }
+
+  /** Every partition lost at once (a fenced member): not committable any more, none held. */
+  loseAll(generation: number): void {
+    for (const p of this.owned) this.lostSince.add(p)
+    this.owned.clear()
+    this.held = []
+    this.generation = generation
+    this.pending = []
+    this.signalJoined()
+  }
+
+  /** A revoke acknowledged by the pipeline: its partitions are not owned any more. */
+  release(partitions: ReadonlyArray<number>): void {
+    for (const p of partitions) this.owned.delete(p)
   }
 
   /** A new generation (member epoch) with the same assignment: what is owned is now owned in it. */
@@ -78,8 +102,9 @@ export class Membership {
 
   /** The fetch loop finished applying an assignment: these partitions are held (read, their revokes acknowledged). */
   setHeld(partitions: ReadonlyArray<number>): void {
+    const same = partitions.length === this.held.length && partitions.every((p, i) => this.held[i] === p)
     this.held = partitions
-    this.onHeld()
+    if (!same) this.onHeld()
   }
 
   private signalJoined(): void {
