@@ -1,25 +1,27 @@
 /**
- * Group membership under Kafka's consumer group protocol (KIP-848,
- * `groupProtocol: "consumer"`): this source sends its own
+ * Group membership under Kafka's consumer group protocol (KIP-848; group
+ * mode's `protocol: "consumer"`): this source sends its own
  * ConsumerGroupHeartbeat requests, because the client runs that protocol only
  * inside its own message streams, which this source does not use (it fetches
  * on a pool of its own).
  *
- * One fiber heartbeats: every `heartbeatIntervalMs` the broker names, and
- * at once when the fetch loop has finished applying an assignment (revokes
+ * One fiber heartbeats: every `heartbeatIntervalMs` the broker names, and at
+ * once when the fetch loop has finished applying an assignment (revokes
  * acknowledged by the pipeline, new partitions started), reporting the
  * partitions held then. The broker gives a partition to another member only
  * after this member reported it no longer held, so a revoked partition is
  * never read by two members at once; until then this member may commit it,
  * so its revokes carry `release` (the pipeline commits what it has of the
- * partition first, within half the rebalance timeout). Each response's assignment becomes a
- * pending assignment of the {@link Membership} (the same path as a classic
- * join), each new member epoch the generation commits carry.
+ * partition first, within half the rebalance timeout). Each new assignment
+ * becomes a pending assignment of the {@link Membership} (the same path as a
+ * classic join; one the broker sends again changes nothing), each new member
+ * epoch the generation commits carry.
  *
  * What an error means ({@link classify}):
  * - fenced (`FENCED_MEMBER_EPOCH`, `UNKNOWN_MEMBER_ID`: the broker expired or
  *   fenced this member): every partition is lost at once (its commits
- *   refused) and the member rejoins at epoch 0 with the same member id;
+ *   refused) and the member rejoins at epoch 0 with the same member id, as
+ *   after a retriable error (below: a member fenced again and again fails);
  * - retriable (the coordinator moved or is loading, a network error, a
  *   timeout, `UNRELEASED_INSTANCE_ID`: the previous holder of a static
  *   instance id is still in the group): sent again after a backoff, the
@@ -213,11 +215,8 @@ export const make = (
       if (verdict === "fatal") {
         return yield* failed(cause, `group membership failed (consumer protocol): ${reason(cause)}`)
       }
-      if (verdict === "fenced") {
-        yield* fenced(cause)
-        yield* Effect.sleep(RETRY_FIRST_MILLIS)
-        continue
-      }
+      // A fenced member rejoins, on the retriable path's backoff and budget.
+      if (verdict === "fenced") yield* fenced(cause)
       const now = yield* Clock.currentTimeMillis
       failingSince ??= now
       attempts++
