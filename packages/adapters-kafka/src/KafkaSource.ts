@@ -134,10 +134,7 @@ export interface KafkaSource extends Source.Source {
  *   `PartitionsRevoked` event, delivered ahead of any chunk still read ahead
  *   (those of the lost partitions are dropped: the new owner reads them
  *   again), even while paused; fetching resumes (and new partitions start)
- *   only after the pipeline acknowledged it. Under the consumer group protocol
- *   a revoked partition stays this member's until then, so the event carries
- *   `release` (half of `rebalanceTimeout`): the pipeline commits what it has of
- *   the partition before it acknowledges.
+ *   only after the pipeline acknowledged it.
  * - Read-ahead is bounded: at most `prefetch` events and `prefetchBytes`
  *   bytes of memory (counted as the pipeline's budget counts them, payload
  *   plus the per-record overhead) wait for the pipeline; no fetch starts

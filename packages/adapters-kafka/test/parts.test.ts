@@ -147,18 +147,12 @@ describe("Membership", () => {
     expect(m.hasPending).toBe(false)
   })
 
-  it("under the consumer protocol a revoked partition stays owned until its revoke is acknowledged; a fence loses everything at once", () => {
+  it("a fenced member (consumer protocol) loses everything at once: nothing owned, nothing held, every partition lost", () => {
     const m = new Membership()
-    m.releaseOnAck = true
-    m.onJoin(new Set([0, 1, 2, 3]), 1)
-    for (const p of [0, 1, 2, 3]) m.owned.add(p)
-    m.takePending()
     m.onJoin(new Set([2, 3]), 1)
-    // Still committable: the member holds 0 and 1 until it reports them released.
-    expect([...m.owned].sort()).toEqual([0, 1, 2, 3])
-    expect(m.takePending()).toEqual({ assignment: [2, 3], lost: new Set() })
-    m.release([0, 1])
-    expect([...m.owned].sort()).toEqual([2, 3])
+    for (const p of [2, 3]) m.owned.add(p)
+    m.takePending()
+    m.setHeld([2, 3])
     const joined = m.joined
     m.loseAll(0)
     expect(m.owned.size).toBe(0)

@@ -329,8 +329,7 @@ export const start = <E = never>(
       metrics,
       publish,
       sealed,
-      revoked: (partitions) => Effect.andThen(committer.forget(source.name, partitions), uploader.forget(source.name, partitions)),
-      settled: (partitions, withinMillis) => committer.settled(source.name, partitions, withinMillis)
+      revoked: (partitions) => Effect.andThen(committer.forget(source.name, partitions), uploader.forget(source.name, partitions))
     })
     const ticker = Ticker.run({
       tickMillis: config.tick,

@@ -33,24 +33,12 @@ export interface RetentionGap {
  * abandons their open batches without commit (the new owner re-reads them), stops
  * committing them, and then runs `acknowledge` so the source can finish the revoke.
  *
- * With `release`, the source still owns the partitions until `acknowledge` runs
- * and commits them meanwhile (Kafka's consumer group protocol): the pipeline
- * first seals their open batches (`drain`) and waits, at most
- * `release.withinMillis`, until its batches of them are committed; what is
- * still uncommitted then is abandoned as above. The next owner re-reads less.
- *
  * @since 0.1.0
  */
 export interface PartitionsRevoked {
   readonly _tag: "PartitionsRevoked"
   readonly partitions: ReadonlyArray<number>
   readonly acknowledge: Effect.Effect<void>
-  /**
-   * The partitions may still be committed until `acknowledge`, for this long.
-   *
-   * @since 0.5.0
-   */
-  readonly release?: { readonly withinMillis: number } | undefined
 }
 
 /**

@@ -46,36 +46,20 @@ export const assign = (
     ctx.stats.record({ _tag: "Assigned", partitions: [...partitions], at: yield* Clock.currentTimeMillis })
   })
 
-/**
- * The share of the rebalance timeout a revoke's `release` gives the pipeline
- * to commit what it has of the partitions: the broker fences a member that
- * has not reported them released within the rebalance timeout, and the other
- * half leaves room for the acknowledgement, the next heartbeat and a slow
- * broker.
- */
-const RELEASE_SHARE = 0.5
-
-/**
- * Announces a revoke (ahead of queued data) and waits for the pipeline's
- * acknowledgement, at most the rebalance timeout; the partitions are then not
- * owned any more. With `release` (the consumer protocol, partitions revoked,
- * not lost), the pipeline may still commit them until it acknowledges.
- */
-const revoke = (ctx: Context, membership: Membership, buffer: EventBuffer, partitions: ReadonlyArray<number>, release: boolean) =>
+/** Announces a revoke (ahead of queued data) and waits for the pipeline's acknowledgement, at most the rebalance timeout. */
+const revoke = (ctx: Context, buffer: EventBuffer, partitions: ReadonlyArray<number>) =>
   Effect.gen(function*() {
     for (const p of partitions) ctx.parts.delete(p)
     ctx.stats.counters.revokes++
     ctx.stats.record({ _tag: "Revoked", partitions, at: yield* Clock.currentTimeMillis })
     const ack = yield* Deferred.make<void>()
-    const rebalanceTimeout = ctx.config.mode.kind === "group" ? ctx.config.mode.rebalanceTimeout : 60_000
     buffer.offerRevoke({
       _tag: "PartitionsRevoked",
       partitions,
-      acknowledge: Effect.asVoid(Deferred.succeed(ack, undefined)),
-      release: release ? { withinMillis: rebalanceTimeout * RELEASE_SHARE } : undefined
+      acknowledge: Effect.asVoid(Deferred.succeed(ack, undefined))
     }, partitions)
+    const rebalanceTimeout = ctx.config.mode.kind === "group" ? ctx.config.mode.rebalanceTimeout : 60_000
     yield* Effect.timeoutOption(Deferred.await(ack), rebalanceTimeout)
-    membership.release(partitions)
   })
 
 /** Applies the latest group assignment, if any: revoke (and wait for the ack), then assign. */
@@ -85,8 +69,7 @@ export const applyPending = (ctx: Context, membership: Membership, buffer: Event
     if (pending === undefined) return
     const keep = new Set(pending.assignment)
     const revoked = [...ctx.parts.keys()].filter((p) => !keep.has(p) || pending.lost.has(p))
-    const release = membership.releaseOnAck && revoked.every((p) => !pending.lost.has(p))
-    if (revoked.length > 0) yield* revoke(ctx, membership, buffer, revoked, release)
+    if (revoked.length > 0) yield* revoke(ctx, buffer, revoked)
     // New partitions, and those re-assigned right after a revoke (dropped
     // above): start from their committed offsets.
     yield* assign(ctx, membership, pending.assignment.filter((p) => !ctx.parts.has(p)), new Map())

@@ -10,9 +10,7 @@
  * acknowledged by the pipeline, new partitions started), reporting the
  * partitions held then. The broker gives a partition to another member only
  * after this member reported it no longer held, so a revoked partition is
- * never read by two members at once; until then this member may commit it,
- * so its revokes carry `release` (the pipeline commits what it has of the
- * partition first, within half the rebalance timeout). Each new assignment
+ * never read by two members at once. Each new assignment
  * becomes a pending assignment of the {@link Membership} (the same path as a
  * classic join; one the broker sends again changes nothing), each new member
  * epoch the generation commits carry.
@@ -129,7 +127,6 @@ export const make = (
   let heldVersion = 0
   let sentHeld = -1
   const heldChanged = new Wakeup()
-  membership.releaseOnAck = true
   membership.identity = () => ({ memberId: epoch > 0 ? memberId : null, generation: epoch, coordinator })
   membership.onHeld = () => {
     heldVersion++

@@ -33,13 +33,7 @@ export class Membership {
   held: ReadonlyArray<number> = []
   /** Called when {@link held} changes (a KIP-848 member reports it at once). */
   onHeld: () => void = () => undefined
-  /**
-   * Whether a revoked partition stays owned (committable) until its revoke is
-   * acknowledged ({@link release}): the consumer protocol, where the member
-   * holds it until it reports it released. The classic protocol's join has
-   * already moved it.
-   */
-  releaseOnAck = false
+
   /** Partitions this member may commit. */
   readonly owned = new Set<number>()
   /** The generation `owned` was granted in (-1: none, or assign mode). */
@@ -65,12 +59,10 @@ export class Membership {
 
   /** Applies a join's assignment to the ownership (the loop applies it to the reads later). */
   onJoin(mine: ReadonlySet<number>, generation: number): void {
-    if (!this.releaseOnAck) {
-      for (const p of this.owned) {
-        if (!mine.has(p)) {
-          this.owned.delete(p)
-          this.lostSince.add(p)
-        }
+    for (const p of this.owned) {
+      if (!mine.has(p)) {
+        this.owned.delete(p)
+        this.lostSince.add(p)
       }
     }
     this.generation = generation
@@ -86,11 +78,6 @@ export class Membership {
     this.generation = generation
     this.pending = []
     this.signalJoined()
-  }
-
-  /** A revoke acknowledged by the pipeline: its partitions are not owned any more. */
-  release(partitions: ReadonlyArray<number>): void {
-    for (const p of partitions) this.owned.delete(p)
   }
 
   /** A new generation (member epoch) with the same assignment: what is owned is now owned in it. */

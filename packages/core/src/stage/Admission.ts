@@ -17,9 +17,8 @@
  *   on: a revoke is processed at once — the revoked partitions' open batches
  *   are dropped (their bytes return to the budget), the committer forgets them,
  *   the waiting chunk is skipped if it is theirs, and the revoke is
- *   acknowledged; the first other event is kept for the reader. A revoke with
- *   `release` first seals the partitions' open batches and waits (bounded)
- *   for their commits. Nothing waits: no fiber hop per chunk when chunks fit.
+ *   acknowledged; the first other event is kept for the reader. Nothing waits:
+ *   no fiber hop per chunk when chunks fit.
  * - chunks that fit at once (no split, gate open, room in the budget) are
  *   admitted in synchronous runs over the array the source handed over, not
  *   with an Effect per chunk; a run ends at each seal, so the seal is handed
@@ -76,8 +75,6 @@ export interface AdmissionDeps {
   readonly sealed: (batches: ReadonlyArray<SealedBatch>, now: number) => Effect.Effect<void>
   /** Revoked partitions: forget them downstream (their sealed batches are abandoned). */
   readonly revoked: (partitions: ReadonlyArray<number>) => Effect.Effect<void>
-  /** Waits until the partitions' batches are all committed, at most `withinMillis`; whether they were (a revoke with `release`). */
-  readonly settled: (partitions: ReadonlyArray<number>, withinMillis: number) => Effect.Effect<boolean>
 }
 
 /**
@@ -392,29 +389,7 @@ const onCaughtUp = (reader: Reader, event: CaughtUp) =>
     return sealed(sealer.sealPartition(source.name, event.partition, "caughtUp", now), now)
   }).pipe(Effect.uninterruptible)
 
-/**
- * A revoke with `release` (the source may still commit the partitions until it
- * is acknowledged): their open batches are sealed (`drain`) and handed on, then
- * the committer is waited for, at most `release.withinMillis` (interruptibly).
- */
-const release = (reader: Reader, event: PartitionsRevoked) =>
-  Effect.gen(function*() {
-    if (event.release === undefined) return
-    const { sealed, sealer, source, stats } = reader.deps
-    const now = yield* Clock.currentTimeMillis
-    yield* Effect.uninterruptible(sealed(event.partitions.flatMap((p) => sealer.sealPartition(source.name, p, "drain", now)), now))
-    stats.openBytes = sealer.openBytes
-    const settled = yield* reader.deps.settled(event.partitions, event.release.withinMillis)
-    if (!settled) {
-      yield* Effect.logWarning(
-        `sluice: revoked partitions ${event.partitions.join(", ")} not all committed within ${event.release.withinMillis} ms; the rest is left to the next owner`
-      )
-    }
-  })
-
-const onRevoke = (reader: Reader, event: PartitionsRevoked) => Effect.andThen(release(reader, event), revokeNow(reader, event))
-
-const revokeNow = (reader: Reader, event: PartitionsRevoked) =>
+const onRevoke = (reader: Reader, event: PartitionsRevoked) =>
   Effect.gen(function*() {
     const { budget, sealer, stats, source } = reader.deps
     for (const p of event.partitions) reader.epochs.set(p, epochOf(reader, p) + 1)

@@ -19,7 +19,7 @@
  *
  * @since 0.2.0
  */
-import { Clock, Deferred, Effect, Exit, Option, Semaphore } from "effect"
+import { Clock, Effect, Semaphore } from "effect"
 import type { SealedBatch } from "../Batch.ts"
 import { CommitTracker } from "../CommitTracker.ts"
 import { Attribute } from "../Metrics.ts"
@@ -76,11 +76,6 @@ export interface Committer {
    * records verified and not committed as left on revoke.
    */
   readonly forget: (source: string, partitions: ReadonlyArray<number>) => Effect.Effect<void>
-  /**
-   * Waits until no batch of `partitions` is left uncommitted (each committed,
-   * or forgotten), at most `withinMillis`; whether they all were.
-   */
-  readonly settled: (source: string, partitions: ReadonlyArray<number>, withinMillis: number) => Effect.Effect<boolean>
   /** Whether the batch is still tracked (not committed, not forgotten). */
   readonly isPending: (batch: SealedBatch) => boolean
   /**
@@ -126,13 +121,6 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
         deps.publish({ _tag: "LeftOnRevoke", at, source, partition, ranges, records })
       })
     const tracker = new CommitTracker()
-    /** Completed (and replaced) after every round of commits: what `settled` waits on. */
-    let progress = Deferred.makeUnsafe<void>()
-    const progressed = () => {
-      const previous = progress
-      progress = Deferred.makeUnsafe<void>()
-      Deferred.doneUnsafe(previous, Exit.void)
-    }
     /** Commit points wanted per partition (one entry per partition), with the records they newly cover. */
     const wanted = new Map<string, Want>()
 
@@ -166,17 +154,12 @@ export const make = (deps: CommitterDeps): Effect.Effect<Committer> =>
         stats.recordsCommitted += records
         metrics.recordsCommitted.add(records)
       }
-    }).pipe(Effect.ensuring(Effect.sync(progressed)), lock.withPermit)
+    }).pipe(lock.withPermit)
 
     return {
       tracker,
       register: (batch) => tracker.register(batch),
       isPending: (batch) => tracker.isPending(batch),
-      settled: (source, partitions, withinMillis) => {
-        const done = () => partitions.every((p) => tracker.head(source, p) === undefined)
-        const wait: Effect.Effect<void> = Effect.suspend(() => done() ? Effect.void : Effect.andThen(Deferred.await(progress), wait))
-        return Effect.map(Effect.timeoutOption(wait, withinMillis), Option.isSome)
-      },
       atCap: (batch, cap) => tracker.verifiedAhead(batch.source, batch.partition) >= cap && !tracker.isHead(batch),
       refreshAge: (now) => {
         const oldest = tracker.oldestOpenedAt()
