@@ -5,13 +5,13 @@
  * Used by `npm run scaleout -- --protocol consumer` to see the group from
  * outside the archivers.
  */
-import { Admin, FindCoordinatorKeyTypes, kGetApi, kGetConnection } from "@platformatic/kafka"
+import { Admin, FindCoordinatorKeyTypes, findErrorBy, kGetApi, kGetConnection } from "@platformatic/kafka"
 import type { API, consumerGroupDescribeV0 } from "@platformatic/kafka"
 
 /** One member: its instance id (static membership) or null, its member id, the partitions it holds (reconciled). */
 export interface Member {
   readonly instanceId: string | null
-  readonly memberId: string
+  readonly id: string
   readonly partitions: ReadonlyArray<number>
 }
 
@@ -33,12 +33,6 @@ const callback = <A>(f: (cb: (error: Error | null, value?: A) => void) => void):
     })
   )
 
-/** Whether the client's error says GROUP_ID_NOT_FOUND (its `findBy` searches the nested protocol errors). */
-const notFound = (error: unknown): boolean => {
-  const findBy = typeof error === "object" && error !== null ? (error as { readonly findBy?: unknown }).findBy : undefined
-  return typeof findBy === "function" && (findBy as (property: string, value: unknown) => unknown).call(error, "apiId", "GROUP_ID_NOT_FOUND") != null
-}
-
 /** Describes `group` (its partitions of `topic` only); a group the broker does not know is `Dead` with no members. */
 export const describe = async (admin: Admin, group: string, topic: string): Promise<Described> => {
   const [coordinator] = await admin.findCoordinator({ keyType: FindCoordinatorKeyTypes.GROUP, keys: [group] })
@@ -51,7 +45,7 @@ export const describe = async (admin: Admin, group: string, topic: string): Prom
     response = await api.async(connection, [group], false)
   } catch (error) {
     // A group not created yet (no member joined) is answered GROUP_ID_NOT_FOUND, thrown by the client.
-    if (notFound(error)) return { state: "Dead", members: [] }
+    if (findErrorBy(error instanceof Error ? error : null, "apiId", "GROUP_ID_NOT_FOUND") !== null) return { state: "Dead", members: [] }
     throw error
   }
   const found = response.groups.find((g) => g.groupId === group)
@@ -60,7 +54,7 @@ export const describe = async (admin: Admin, group: string, topic: string): Prom
     state: found.groupState,
     members: found.members.map((m) => ({
       instanceId: m.instanceId ?? null,
-      memberId: m.memberId,
+      id: m.memberId,
       partitions: m.assignment.topicPartitions.filter((t) => t.topicName === topic).flatMap((t) => [...t.partitions])
     }))
   }

@@ -197,14 +197,8 @@ const describe = async (): Promise<{
  * (classic), or ConsumerGroupDescribe (the consumer protocol: DescribeGroups
  * answers such a group as Dead).
  */
-const describeGroup = async (): Promise<{
-  readonly state: string
-  readonly members: ReadonlyArray<{ readonly instanceId: string | null; readonly id: string; readonly partitions: ReadonlyArray<number> }>
-}> => {
-  if (options.protocol === "consumer") {
-    const described = await ConsumerGroupDescribe.describe(admin, group, topic)
-    return { state: described.state, members: described.members.map((m) => ({ instanceId: m.instanceId, id: m.memberId, partitions: m.partitions })) }
-  }
+const describeGroup = async (): Promise<ConsumerGroupDescribe.Described> => {
+  if (options.protocol === "consumer") return ConsumerGroupDescribe.describe(admin, group, topic)
   const described = (await admin.describeGroups({ groups: [group] })).get(group)
   return {
     state: String(described?.state),

@@ -4,12 +4,13 @@
  * consumer protocol's member epoch) the partition is owned in; it is refused
  * (a no-op, counted as skipped) for a partition no longer owned, and a commit
  * the broker rejects for a stale generation or epoch waits for the rejoin (the
- * next epoch) and is sent again only if the partition is still owned. An error the client marks retriable (a broker stalled or
- * restarting, the coordinator moving, a timeout) is sent again after a backoff
- * (100 ms doubling to 2 s) until a deadline — the group's `rebalanceTimeout`,
- * or `requestTimeout` in assign mode — then fails the commit, naming the
- * attempts: an OffsetCommit is idempotent. Without a group, commits are kept in
- * memory only.
+ * next epoch) and is sent again only if the partition is still owned. An
+ * error the client marks retriable (a broker stalled or restarting, the
+ * coordinator moving, a timeout) is sent again after a backoff (100 ms
+ * doubling to 2 s) until a deadline — the group's `rebalanceTimeout`, or
+ * `requestTimeout` in assign mode — then fails the commit, naming the
+ * attempts: an OffsetCommit is idempotent. Without a group, commits are kept
+ * in memory only.
  *
  * @internal
  */

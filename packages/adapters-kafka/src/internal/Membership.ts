@@ -72,12 +72,8 @@ export class Membership {
 
   /** Every partition lost at once (a fenced member): not committable any more, none held. */
   loseAll(generation: number): void {
-    for (const p of this.owned) this.lostSince.add(p)
-    this.owned.clear()
+    this.onJoin(new Set(), generation)
     this.held = []
-    this.generation = generation
-    this.pending = []
-    this.signalJoined()
   }
 
   /** A new generation (member epoch) with the same assignment: what is owned is now owned in it. */
