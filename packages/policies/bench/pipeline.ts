@@ -484,7 +484,7 @@ const ratioToPooledPlain = Number((sluiceRecordsPerSecond / plainPooledRecordsPe
 // Best of the rounds (the least wall time per side): on a shared VM a round
 // is only ever slowed by other work, never sped up, so the least time is the
 // cost least disturbed (Python's `timeit` reports it for that reason). Here
-// each side's rounds fall into two modes ~2.3× apart, and a median flips
+// each side's rounds fall into two modes about 2× apart, and a median flips
 // with how many land in each.
 const bestWall = (rs: ReadonlyArray<Round>) => Math.min(...rs.map((r) => r.wallMillis))
 const ratioToPooledPlainBest = Number((bestWall(pooledPlain) / bestWall(sluice)).toFixed(3))
