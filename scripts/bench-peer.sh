@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run bench:peer [-- --records N --partitions P --rounds R --peer-defaults --json]   (all flags: -- --help)
+# npm run bench:peer [-- --records N --partitions P --rounds R --peer quix|camel --peer-defaults --json]   (all flags: -- --help)
 #
 # Sluice against a real peer archiver, Quix Streams' S3FileSink, on the local services:
 # installs the peer once into a cached virtualenv (scripts/lib/peer-venv.sh:
@@ -18,11 +18,20 @@ cd "$(dirname "$0")/.."
 case " $* " in *" --help "*|*" -h "*|*" --completions "*|*" --completions="*) exec "$(repo_node)" --conditions=@sluice/source examples/bench/peer.ts "$@" ;; esac
 # --trouble reads Sluice's bucket back with `sluice audit` (the S3 adapter's bin, from dist).
 case " $* " in *" --trouble "*|*" --trouble="*) npx turbo run build --filter=@sluice/adapter-s3 --output-logs=errors-only >&2 ;; esac
-. scripts/lib/peer-venv.sh
 . scripts/lib/services-for-run.sh
-# Before the services: an install that fails leaves nothing running.
-SLUICE_PEER_PYTHON="$(peer_venv)"
-export SLUICE_PEER_PYTHON
+# Before the services: an install or a build that fails leaves nothing running. The peer
+# is Quix Streams (a cached virtualenv) unless --peer camel asks for the Camel route (built
+# with Maven into the cache, scripts/lib/peer-camel.sh).
+case " $* " in
+  *" --peer camel "*|*" --peer=camel "*)
+    . scripts/lib/peer-camel.sh
+    SLUICE_PEER_CAMEL_CLASSPATH="$(peer_camel)"
+    export SLUICE_PEER_CAMEL_CLASSPATH ;;
+  *)
+    . scripts/lib/peer-venv.sh
+    SLUICE_PEER_PYTHON="$(peer_venv)"
+    export SLUICE_PEER_PYTHON ;;
+esac
 services_for_run
 
 run_source "${SLUICE_BENCH_TIMEOUT:-3600}" examples/bench/peer.ts "$@"

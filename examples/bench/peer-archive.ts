@@ -1,5 +1,5 @@
 /**
- * bench:peer — reading the peer's archive back from outside. Quix Streams'
+ * bench:peer — reading a peer's archive back from outside. Quix Streams'
  * `S3FileSink` (3.28.1, JSON format, its default) writes, at each checkpoint,
  * one object per topic partition it holds records of:
  *
@@ -12,6 +12,9 @@
  *   holds because the bench's topic has no gaps (no transactions, no
  *   compaction). A record without a key gets the text of Quix's `SinkItem`
  *   object as its `_key` (what 3.28.1 writes; ignored here).
+ *
+ * The Camel route (`peer/camel`) names its objects the same way with `.txt`
+ * for `.jsonl`, and writes the values themselves, one a line.
  *
  * Unlike `archive.ts`, which throws at the first fault, this counts: every
  * produced offset held exactly once is fine; one held by no object is `lost`,
@@ -41,12 +44,15 @@ export interface PeerArchive {
 /** The topic as `FileSink` names its directory. */
 export const sanitizeTopic = (topic: string): string => topic.replace(/[^a-zA-Z0-9 ._/]/g, "_")
 
-/** Partition and first offset of an object key of `topic`; undefined for any other key. */
-export const parseKey = (topic: string, key: string): { readonly partition: number; readonly first: number } | undefined => {
+/** How an object holds its records: Quix's JSON lines, or the Camel route's values one a line. */
+export type LineFormat = "jsonl" | "txt"
+
+/** Partition, first offset and line format of an object key of `topic`; undefined for any other key. */
+export const parseKey = (topic: string, key: string): { readonly partition: number; readonly first: number; readonly format: LineFormat } | undefined => {
   const prefix = `${sanitizeTopic(topic)}/`
   if (!key.startsWith(prefix)) return undefined
-  const m = /^(\d+)\/(\d{19})\.jsonl$/.exec(key.slice(prefix.length))
-  return m === null ? undefined : { partition: Number(m[1]), first: Number(m[2]) }
+  const m = /^(\d+)\/(\d{19})\.(jsonl|txt)$/.exec(key.slice(prefix.length))
+  return m === null ? undefined : { partition: Number(m[1]), first: Number(m[2]), format: m[3] === "txt" ? "txt" : "jsonl" }
 }
 
 /** The value produced at `partition`/`offset` (services.ts: the prefix, padded with `x`). */
@@ -80,18 +86,18 @@ export const tally = (ends: ReadonlyArray<number>): Tally => ({
   stray: 0
 })
 
-/** Counts the lines of one object of `partition` starting at offset `first`. */
-export const countObject = (t: Tally, partition: number, first: number, body: string): void => {
+/** Counts the lines of one object of `partition` starting at offset `first` (JSON lines unless `format` says otherwise). */
+export const countObject = (t: Tally, partition: number, first: number, body: string, format: LineFormat = "jsonl"): void => {
   const seen = t.seen[partition]
   const lines = body.split("\n")
-  // JSON lines end with a newline: the last split piece is empty.
+  // Every line ends with a newline: the last split piece is empty.
   if (lines.at(-1) === "") lines.pop()
   lines.forEach((line, i) => {
     t.records++
     const offset = first + i
     if (seen === undefined || offset >= seen.length) {
       t.stray++
-    } else if (valueOf(line) !== expectedValue(partition, offset)) {
+    } else if ((format === "txt" ? line : valueOf(line)) !== expectedValue(partition, offset)) {
       t.corrupt++
     } else {
       seen[offset] = (seen[offset] ?? 0) + 1
@@ -134,7 +140,7 @@ export const check = async (client: S3Client, bucket: string, topic: string, end
       t.stray++
       continue
     }
-    countObject(t, at.partition, at.first, decoder.decode(await getBytes(client, bucket, key)))
+    countObject(t, at.partition, at.first, decoder.decode(await getBytes(client, bucket, key)), at.format)
   }
   return { objects: listed.length, objectBytes, records: t.records, ...totals(t, committed), corrupt: t.corrupt, stray: t.stray }
 }

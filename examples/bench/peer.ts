@@ -6,6 +6,7 @@
  * ```sh
  * npm run bench:peer [-- --records 1000000 --partitions 8 --rounds 3 --json]
  * npm run bench:peer -- --peer-defaults    # Quix with its default commit settings
+ * npm run bench:peer -- --peer camel       # the second peer: an Apache Camel route (peer/camel)
  * npm run bench:peer -- --trouble slowdown,slower [--json]   # through a minute of store trouble (trouble.ts)
  * ```
  *
@@ -28,7 +29,11 @@
  *    is `peer/quix_s3_archiver.py`, tuned as measured before (a checkpoint
  *    every 250 000 records or 60 s), or with Quix's defaults with
  *    `--peer-defaults`; it stops itself after the topic's records
- *    (`app.run(count=N)`).
+ *    (`app.run(count=N)`). With `--peer camel` the peer is instead the Camel
+ *    route of `peer/camel` (camel-kafka → aggregator → camel-aws2-s3, Camel
+ *    4.14.0, built by `scripts/lib/peer-camel.sh` into the cache and given
+ *    here as `SLUICE_PEER_CAMEL_CLASSPATH`), which stops itself once the
+ *    topic's records are stored.
  * 3. Each archiver runs as a measured process tree (`process-tree.ts`): CPU
  *    seconds of the whole tree from spawn to exit, start-up included, and its
  *    peak RSS. Its time is from spawn to the moment the group's committed
@@ -61,6 +66,7 @@ import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { Admin } from "@platformatic/kafka"
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Data, Option, Result } from "effect"
+import { Flag } from "effect/cli"
 import * as Archive from "./archive.ts"
 import { countFlag, k, mb, median, readLine, round3, sec } from "./cli.ts"
 import type { Job } from "./contender.ts"
@@ -90,6 +96,10 @@ export const command = CommandLine.script("bench:peer", {
   records: countFlag("records", 1_000_000, "records of 150 B produced once into the topic"),
   partitions: countFlag("partitions", 8, "partitions of the topic"),
   rounds: countFlag("rounds", 3, "rounds, each archiving the whole topic with Sluice and with the peer"),
+  peer: Flag.Literals("peer", ["quix", "camel"]).pipe(
+    Flag.withDescription("the peer of the throughput rounds: quix (Quix Streams' S3FileSink, the default) or camel (an Apache Camel route: camel-kafka, camel-aws2-s3)"),
+    Flag.optional
+  ),
   peerDefaults: CommandLine.switchFlag("peer-defaults", "the peer with Quix's default commit settings (commit_interval=5, commit_every=0), not tuned"),
   ...Trouble.flags,
   json: CommandLine.switchFlag("json", "the report on stderr, and on stdout's last line one JSON object: the summary")
@@ -101,10 +111,15 @@ export interface Rounds {
   readonly records: number
   readonly partitions: number
   readonly rounds: number
+  /** The peer archiver: Quix Streams' S3FileSink, or the Camel route. */
+  readonly peer: PeerName
   /** The peer with Quix's default commit settings. */
   readonly peerDefaults: boolean
   readonly json: boolean
 }
+
+/** The peers the throughput rounds can run. */
+export type PeerName = "quix" | "camel"
 
 /** What a run through trouble runs with (`--trouble`). */
 export interface ThroughTrouble extends Trouble.Options {
@@ -124,6 +139,7 @@ export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Roun
       "--records": flags.records.given,
       "--partitions": flags.partitions.given,
       "--rounds": flags.rounds.given,
+      "--peer": Option.isSome(flags.peer),
       "--peer-defaults": flags.peerDefaults
     })
     const troubleOnly = given({
@@ -138,12 +154,15 @@ export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Roun
       return Result.map(Trouble.check({ ...flags, trouble: flags.trouble.value }, flags.json), (options): Rounds | ThroughTrouble => ({ _tag: "Trouble", ...options }))
     }
     if (troubleOnly.length > 0) return Result.fail(`${command.name}: ${troubleOnly.join(", ")} only with --trouble`)
+    const peer = Option.getOrElse(flags.peer, (): PeerName => "quix")
+    if (peer === "camel" && flags.peerDefaults) return Result.fail(`${command.name}: --peer-defaults is Quix's commit settings, not with --peer camel`)
     return Result.gen(function*() {
       const rounds: Rounds | ThroughTrouble = {
         _tag: "Rounds",
         records: yield* flags.records.value,
         partitions: yield* flags.partitions.value,
         rounds: yield* flags.rounds.value,
+        peer,
         peerDefaults: flags.peerDefaults,
         json: flags.json
       }
@@ -251,18 +270,52 @@ const runFailures = (run: Run, ends: ReadonlyArray<number>, boundMillis: number)
 const peerVersion = (python: string): string =>
   execFileSync(python, ["-c", "import importlib.metadata as m; print(m.version('quixstreams'))"], { encoding: "utf8", timeout: 30_000 }).trim()
 
-async function main({ json, records, partitions, rounds, peerDefaults }: Rounds): Promise<void> {
-  const python = process.env["SLUICE_PEER_PYTHON"]
-  if (python === undefined || python === "") {
-    throw new SetupFailed({ message: "SLUICE_PEER_PYTHON is not set: run it through `npm run bench:peer` (it installs the peer's virtualenv)" })
+/** How to start one run of the peer: the program and its arguments before the run's own. */
+interface PeerProgram {
+  /** The peer as the report names it, with the version it runs. */
+  readonly label: string
+  readonly settings: string
+  readonly command: string
+  readonly args: (run: { readonly brokers: string; readonly topic: string; readonly group: string; readonly bucket: string; readonly records: number }) => ReadonlyArray<string>
+}
+
+/** The environment variable `scripts/bench-peer.sh` sets, or why it is missing. */
+const fromEnv = (name: string, how: string): string => {
+  const value = process.env[name]
+  if (value === undefined || value === "") throw new SetupFailed({ message: `${name} is not set: run it through \`npm run bench:peer\` (${how})` })
+  return value
+}
+
+/** The peer of `--peer`: Quix Streams' sink in its virtualenv, or the Camel route on the JVM. */
+export const peerProgram = (peer: PeerName, peerDefaults: boolean): PeerProgram => {
+  if (peer === "camel") {
+    const classpath = fromEnv("SLUICE_PEER_CAMEL_CLASSPATH", "with --peer camel it builds the Camel route")
+    const version = /camel-main-([0-9][^/]*)\.jar/.exec(classpath)?.[1] ?? "?"
+    return {
+      label: `camel ${version}`,
+      settings: "camel-kafka → aggregate per partition (50 000 records or 5 s) → camel-aws2-s3, one PUT at a time, a manual commit after each",
+      command: "java",
+      args: (r) => ["-cp", classpath, "sluice.peer.CamelS3Archiver", "--brokers", r.brokers, "--topic", r.topic, "--group", r.group, "--bucket", r.bucket, "--records", String(r.records)]
+    }
   }
-  const peer = `quixstreams ${peerVersion(python)}`
-  const peerSettings = peerDefaults ? "Quix defaults (commit_interval=5, commit_every=0)" : "tuned (commit_every=250000, commit_interval=60)"
+  const python = fromEnv("SLUICE_PEER_PYTHON", "it installs the peer's virtualenv")
+  const app = fileURLToPath(new URL("./peer/quix_s3_archiver.py", import.meta.url))
+  return {
+    label: `quixstreams ${peerVersion(python)}`,
+    settings: peerDefaults ? "Quix defaults (commit_interval=5, commit_every=0)" : "tuned (commit_every=250000, commit_interval=60)",
+    command: python,
+    args: (r) => [app, "--brokers", r.brokers, "--topic", r.topic, "--group", r.group, "--bucket", r.bucket, "--records", String(r.records), ...(peerDefaults ? ["--defaults"] : [])]
+  }
+}
+
+async function main({ json, records, partitions, rounds, peer: peerName, peerDefaults }: Rounds): Promise<void> {
+  const program = peerProgram(peerName, peerDefaults)
+  const peer = program.label
+  const peerSettings = program.settings
   const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
   const services = Services.fromEnv()
   const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
   const e2e = fileURLToPath(new URL("./e2e.ts", import.meta.url))
-  const peerApp = fileURLToPath(new URL("./peer/quix_s3_archiver.py", import.meta.url))
   const client = Services.s3Client(services)
   const admin = new Admin({ clientId: "bench-peer-admin", bootstrapBrokers: services.brokers })
   const id = `${Date.now().toString(36)}-${process.pid}`
@@ -272,7 +325,7 @@ async function main({ json, records, partitions, rounds, peerDefaults }: Rounds)
 
   say(`bench:peer — ${records.toLocaleString("en-US")} records × ${Services.RECORD_BYTES} B over ${partitions} partitions, ${rounds} rounds`)
   say(`machine: ${Os.cpus().length} cores, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, load ${Os.loadavg().map((l) => l.toFixed(1)).join(" ")}, Node ${process.version}`)
-  say(`Kafka ${services.brokers.join(",")}, S3 ${services.s3.endpoint}; Sluice: default policies; peer: ${peer} S3FileSink, ${peerSettings}`)
+  say(`Kafka ${services.brokers.join(",")}, S3 ${services.s3.endpoint}; Sluice: default policies; peer: ${peer}${peerName === "quix" ? " S3FileSink" : ""}, ${peerSettings}`)
   say(`each run bounded to ${(boundMillis / 1000).toFixed(0)} s`)
   const rows: Array<Row> = []
   try {
@@ -292,12 +345,7 @@ async function main({ json, records, partitions, rounds, peerDefaults }: Rounds)
         const before = Services.serviceCpu(repoRoot)
         const tree = contender === "sluice"
           ? ProcessTree.start("sluice", process.execPath, [...process.execArgv, e2e, "--role", "sluice", "--job", JSON.stringify(job)])
-          : ProcessTree.start(
-            "peer",
-            python,
-            [peerApp, "--brokers", services.brokers.join(","), "--topic", topic, "--group", groupId, "--bucket", bucket, "--records", String(records),
-              ...(peerDefaults ? ["--defaults"] : [])]
-          )
+          : ProcessTree.start("peer", program.command, [...program.args({ brokers: services.brokers.join(","), topic, group: groupId, bucket, records })])
         const run = await runTree(tree, admin, job, ends, boundMillis)
         const after = Services.serviceCpu(repoRoot)
         for (const line of run.usage.stdout) if (!line.startsWith(RESULT)) process.stderr.write(`  [${contender}] ${line}\n`)

@@ -3,7 +3,9 @@
  * `S3FileSink` archives (`examples/bench/peer-archive.ts`) on an object the
  * real sink's JSON format wrote (quixstreams 3.28.1, `JSONFormat.serialize`,
  * records 5..9 of partition 1, no keys: the fixture under
- * `fixtures/quix-s3-sink/`), and the process-tree measure
+ * `fixtures/quix-s3-sink/`) and of the Camel route's archives (an object the
+ * route in `bench/peer/camel` wrote, Camel 4.14.0: the 10 records of partition
+ * 1, under `fixtures/camel-route/`), and the process-tree measure
  * (`examples/bench/process-tree.ts`), and its command line (`peer.ts`, the
  * trouble run's flags from `trouble.ts`). None needs the services or the
  * virtualenv; the benchmark itself (`npm run bench:peer`) runs by hand.
@@ -11,18 +13,22 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { command, decode } from "../bench/peer.ts"
+import { command, decode, peerProgram, SetupFailed } from "../bench/peer.ts"
 import * as PeerArchive from "../bench/peer-archive.ts"
 import * as ProcessTree from "../bench/process-tree.ts"
 
 const fixtureTopic = "sluice-bench-peer-fixture"
 const fixtureKey = "sluice_bench_peer_fixture/1/0000000000000000005.jsonl"
 const fixture = readFileSync(join(import.meta.dirname, "fixtures/quix-s3-sink", fixtureKey), "utf8")
+const camelKey = "sluice_bench_peer_fixture/1/0000000000000000000.txt"
+const camelFixture = readFileSync(join(import.meta.dirname, "fixtures/camel-route", camelKey), "utf8")
 
 describe("bench:peer — reading the peer's archive", () => {
   it("names the object as FileSink does: sanitized topic, partition, first offset", () => {
     expect(PeerArchive.sanitizeTopic(fixtureTopic)).toBe("sluice_bench_peer_fixture")
-    expect(PeerArchive.parseKey(fixtureTopic, fixtureKey)).toEqual({ partition: 1, first: 5 })
+    expect(PeerArchive.parseKey(fixtureTopic, fixtureKey)).toEqual({ partition: 1, first: 5, format: "jsonl" })
+    expect(PeerArchive.parseKey(fixtureTopic, camelKey)).toEqual({ partition: 1, first: 0, format: "txt" })
+    expect(PeerArchive.parseKey(fixtureTopic, "sluice_bench_peer_fixture/1/0000000000000000000.csv")).toBeUndefined()
     expect(PeerArchive.parseKey(fixtureTopic, "other/1/0000000000000000005.jsonl")).toBeUndefined()
     expect(PeerArchive.parseKey(fixtureTopic, "sluice_bench_peer_fixture/1/5.jsonl")).toBeUndefined()
   })
@@ -36,6 +42,22 @@ describe("bench:peer — reading the peer's archive", () => {
     // Committed up to offset 3 of partition 1: offsets 0..2 are committed and in no object.
     expect(PeerArchive.totals(t, [0, 3]).lostCommitted).toBe(3)
     expect(PeerArchive.totals(t, [0, 10]).lostCommitted).toBe(5)
+  })
+
+  it("reads the Camel route's object as one value a line, every offset of the partition once", () => {
+    const t = PeerArchive.tally([0, 10])
+    PeerArchive.countObject(t, 1, 0, camelFixture, "txt")
+    expect(t.records).toBe(10)
+    expect({ corrupt: t.corrupt, stray: t.stray }).toEqual({ corrupt: 0, stray: 0 })
+    expect(PeerArchive.totals(t, [0, 10])).toEqual({ lost: 0, duplicates: 0, lostCommitted: 0 })
+    // Read as JSON lines, no line is the record: the format is the key's, not a guess.
+    const asJson = PeerArchive.tally([0, 10])
+    PeerArchive.countObject(asJson, 1, 0, camelFixture)
+    expect(asJson.corrupt).toBe(10)
+    // A value changed in the object is corrupt, and its offset lost.
+    const changed = PeerArchive.tally([0, 10])
+    PeerArchive.countObject(changed, 1, 0, camelFixture.replace("1/3/x", "1/3/y"), "txt")
+    expect({ corrupt: changed.corrupt, lost: PeerArchive.totals(changed).lost }).toEqual({ corrupt: 1, lost: 1 })
   })
 
   it("counts an object stored twice as duplicates, and a changed or surplus line as corrupt or stray", () => {
@@ -82,7 +104,7 @@ describe("bench:peer — the command line", () => {
   }
 
   it("generates the help from the definition: the rounds' flags and the trouble run's, with their defaults", () => {
-    for (const flag of ["--records n", "--partitions n", "--rounds n", "--peer-defaults", "--trouble list", "--contenders list", "--rate n", "--seconds n", "--trouble-at n", "--trouble-seconds n", "--json"]) {
+    for (const flag of ["--records n", "--partitions n", "--rounds n", "--peer choice", "--peer-defaults", "--trouble list", "--contenders list", "--rate n", "--seconds n", "--trouble-at n", "--trouble-seconds n", "--json"]) {
       expect(command.help).toContain(flag)
     }
     expect(command.help).toContain("npm run bench:peer -- [flags]")
@@ -91,11 +113,42 @@ describe("bench:peer — the command line", () => {
   })
 
   it("reads the throughput rounds, their defaults, and counts written with _ or ,", () => {
-    expect(decode([])).toEqual({ _tag: "Run", flags: { _tag: "Rounds", records: 1_000_000, partitions: 8, rounds: 3, peerDefaults: false, json: false } })
+    expect(decode([])).toEqual({ _tag: "Run", flags: { _tag: "Rounds", records: 1_000_000, partitions: 8, rounds: 3, peer: "quix", peerDefaults: false, json: false } })
     expect(decode(["--records", "200_000", "--rounds", "1", "--peer-defaults", "--json"])).toEqual({
       _tag: "Run",
-      flags: { _tag: "Rounds", records: 200_000, partitions: 8, rounds: 1, peerDefaults: true, json: true }
+      flags: { _tag: "Rounds", records: 200_000, partitions: 8, rounds: 1, peer: "quix", peerDefaults: true, json: true }
     })
+    expect(decode(["--peer", "camel"])).toEqual({ _tag: "Run", flags: { _tag: "Rounds", records: 1_000_000, partitions: 8, rounds: 3, peer: "camel", peerDefaults: false, json: false } })
+  })
+
+  it("starts the peer --peer names, from what scripts/bench-peer.sh sets, or says what is missing", () => {
+    const saved = process.env["SLUICE_PEER_CAMEL_CLASSPATH"]
+    try {
+      delete process.env["SLUICE_PEER_CAMEL_CLASSPATH"]
+      expect(() => peerProgram("camel", false)).toThrow(SetupFailed)
+      process.env["SLUICE_PEER_CAMEL_CLASSPATH"] = "/cache/build/camel-s3-archiver-1.0.0.jar:/m2/org/apache/camel/camel-main/4.14.0/camel-main-4.14.0.jar"
+      const camel = peerProgram("camel", false)
+      expect(camel.label).toBe("camel 4.14.0")
+      expect(camel.command).toBe("java")
+      expect(camel.args({ brokers: "b:1", topic: "t", group: "g", bucket: "k", records: 7 })).toEqual([
+        "-cp",
+        "/cache/build/camel-s3-archiver-1.0.0.jar:/m2/org/apache/camel/camel-main/4.14.0/camel-main-4.14.0.jar",
+        "sluice.peer.CamelS3Archiver",
+        "--brokers",
+        "b:1",
+        "--topic",
+        "t",
+        "--group",
+        "g",
+        "--bucket",
+        "k",
+        "--records",
+        "7"
+      ])
+    } finally {
+      if (saved === undefined) delete process.env["SLUICE_PEER_CAMEL_CLASSPATH"]
+      else process.env["SLUICE_PEER_CAMEL_CLASSPATH"] = saved
+    }
   })
 
   it("reads a run through trouble, its defaults filled", () => {
@@ -128,5 +181,8 @@ describe("bench:peer — the command line", () => {
   it("refuses a flag of the other mode rather than ignoring it", () => {
     expect(invalid(["--trouble", "slowdown", "--records", "5", "--peer-defaults"])).toBe("bench:peer: --records, --peer-defaults not with --trouble (the throughput rounds' flags)")
     expect(invalid(["--rate", "5000"])).toBe("bench:peer: --rate only with --trouble")
+    expect(invalid(["--trouble", "slowdown", "--peer", "camel"])).toBe("bench:peer: --peer not with --trouble (the throughput rounds' flags)")
+    expect(invalid(["--peer", "camel", "--peer-defaults"])).toBe("bench:peer: --peer-defaults is Quix's commit settings, not with --peer camel")
+    expect(invalid(["--peer", "flink"])).toMatch(/^bench:peer: Invalid value for flag --peer: "flink"/)
   })
 })

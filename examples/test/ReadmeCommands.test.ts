@@ -194,6 +194,7 @@ const elsewhere: Record<string, string> = {
   "npm run bench:peer": "a benchmark (minutes; installs the Quix Streams virtualenv on first use, which npm test must not): run by hand, figures in examples/README.md; its reader and process-tree measure in examples/test/BenchPeer.test.ts",
   "npm run bench:peer -- --records 1000000 --rounds 3 --json": "a benchmark (minutes): run by hand, the same program as `npm run bench:peer`; figures in examples/README.md",
   "npm run bench:peer -- --records 200000 --rounds 1 --peer-defaults --json": "a benchmark: run by hand, the same program as `npm run bench:peer` with Quix's default commit settings",
+  "npm run bench:peer -- --peer camel --json": "a benchmark (minutes; builds the Camel route with Maven on first use, which npm test must not): run by hand, figures in examples/README.md; its reader of the route's objects, its command line and how it starts the route in examples/test/BenchPeer.test.ts",
   "npm run bench:peer -- --trouble slowdown,slower --json": "a benchmark (~15 min; the Quix Streams virtualenv): run by hand, figures in examples/README.md; its count of committed-but-not-archived records in examples/test/BenchPeer.test.ts",
   "npm run soak -- --rate 200k --duration 60": "examples/test/Soak.test.ts (5 s smoke of the same command)",
   "npm run soak -- --rate 1M --duration 5m --json": "examples/test/Soak.test.ts (smoke); the 5-minute run by hand",
