@@ -20,13 +20,18 @@ case " $* " in *" --help "*|*" -h "*|*" --completions "*|*" --completions="*) ex
 case " $* " in *" --trouble "*|*" --trouble="*) npx turbo run build --filter=@sluice/adapter-s3 --output-logs=errors-only >&2 ;; esac
 . scripts/lib/services-for-run.sh
 # Before the services: an install or a build that fails leaves nothing running. The peer
-# is Quix Streams (a cached virtualenv) unless --peer camel asks for the Camel route (built
-# with Maven into the cache, scripts/lib/peer-camel.sh).
+# is Quix Streams (a cached virtualenv); the Camel route is built with Maven into the cache
+# (scripts/lib/peer-camel.sh) when the line names it
+# (--peer camel, or camel among the trouble run's --contenders). The virtualenv is left out
+# only for the rounds against Camel.
 case " $* " in
-  *" --peer camel "*|*" --peer=camel "*)
+  *camel*)
     . scripts/lib/peer-camel.sh
     SLUICE_PEER_CAMEL_CLASSPATH="$(peer_camel)"
     export SLUICE_PEER_CAMEL_CLASSPATH ;;
+esac
+case " $* " in
+  *" --peer camel "*|*" --peer=camel "*) ;;
   *)
     . scripts/lib/peer-venv.sh
     SLUICE_PEER_PYTHON="$(peer_venv)"

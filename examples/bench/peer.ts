@@ -37,7 +37,8 @@
  * 3. Each archiver runs as a measured process tree (`process-tree.ts`): CPU
  *    seconds of the whole tree from spawn to exit, start-up included, and its
  *    peak RSS. Its time is from spawn to the moment the group's committed
- *    offsets are the topic's end offsets, polled every
+ *    offsets are the topic's end offsets (for the Camel route, or the last
+ *    record stored if that came later: {@link runSeconds}), polled every
  *    {@link COMMIT_POLL_MILLIS} ms through the Kafka admin API. An archiver
  *    still running {@link EXIT_GRACE_MILLIS} ms after that gets SIGTERM, and
  *    SIGKILL {@link TERM_GRACE_MILLIS} ms later; every run is killed after
@@ -178,6 +179,12 @@ interface Run {
   readonly usage: ProcessTree.Usage
   /** Seconds from spawn to the group's commits at the end offsets; undefined if never. */
   readonly commitSeconds: number | undefined
+  /**
+   * Seconds from spawn to the last record stored, for an archiver that says
+   * when (the Camel route's RESULT line, `storedAtEpochMillis`): its commits
+   * run ahead of its uploads, so its run ends at the later of the two.
+   */
+  readonly storedSeconds: number | undefined
   /** The bench had to stop it (SIGTERM after the grace, or SIGKILL at the bound). */
   readonly stopped: "no" | "sigterm" | "killed"
   readonly committed: ReadonlyArray<number>
@@ -251,8 +258,29 @@ const runTree = async (
   }
   const usage = await tree.done
   live.delete(tree)
-  return { usage, commitSeconds, stopped, committed }
+  return { usage, commitSeconds, storedSeconds: storedSecondsOf(usage.stdout, performance.timeOrigin + started), stopped, committed }
 }
+
+/**
+ * Seconds from `spawnedAtEpochMillis` to the `storedAtEpochMillis` of the
+ * last `RESULT` line on `stdout`, if one says it.
+ */
+export const storedSecondsOf = (stdout: ReadonlyArray<string>, spawnedAtEpochMillis: number): number | undefined => {
+  const line = stdout.findLast((l) => l.startsWith(RESULT))
+  if (line === undefined) return undefined
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(line.slice(RESULT.length))
+  } catch {
+    return undefined
+  }
+  if (typeof parsed !== "object" || parsed === null || !("storedAtEpochMillis" in parsed) || typeof parsed.storedAtEpochMillis !== "number") return undefined
+  return (parsed.storedAtEpochMillis - spawnedAtEpochMillis) / 1000
+}
+
+/** Seconds a run took: to its commits at the end, or to its last record stored when that came later. */
+export const runSeconds = (run: Pick<Run, "commitSeconds" | "storedSeconds">): number | undefined =>
+  run.commitSeconds === undefined ? undefined : Math.max(run.commitSeconds, run.storedSeconds ?? 0)
 
 /**
  * What went wrong with a run, from outside: its exit, its commits, a kill. A
@@ -372,9 +400,11 @@ async function main({ json, records, partitions, rounds, peer: peerName, peerDef
         buckets.delete(bucket)
         const row: Row = { round, contender, run, stored, failures, cpu: { s3: delta(after.s3, before.s3), kafka: delta(after.kafka, before.kafka) } }
         rows.push(row)
-        const t = run.commitSeconds
+        const t = runSeconds(run)
+        const storedLater = run.storedSeconds !== undefined && run.commitSeconds !== undefined && run.storedSeconds > run.commitSeconds
         say(
-          `round ${round} ${contender.padEnd(6)} ${t === undefined ? "never committed the end" : `${t.toFixed(2)} s  ${k(records / t)} records/s`}  ` +
+          `round ${round} ${contender.padEnd(6)} ${t === undefined ? "never committed the end" : `${t.toFixed(2)} s  ${k(records / t)} records/s`}` +
+            `${storedLater ? ` (committed the end at ${run.commitSeconds?.toFixed(2)} s, stored the last record at ${run.storedSeconds?.toFixed(2)} s)` : ""}  ` +
             `CPU ${run.usage.cpuSeconds.toFixed(2)} s (${((run.usage.cpuSeconds * 1e6) / records).toFixed(2)} µs/record)  peak RSS ${mb(run.usage.peakRssBytes)}  ` +
             `${stored.objects} objects, ${mb(stored.objectBytes)}${failures.length === 0 ? " (verified)" : `  FAILED: ${failures.join("; ")}`}`
         )
@@ -390,7 +420,7 @@ async function main({ json, records, partitions, rounds, peer: peerName, peerDef
 
   const of = (c: Contender) => rows.filter((r) => r.contender === c)
   const ok = (c: Contender) => of(c).filter((r) => r.failures.length === 0 && r.run.commitSeconds !== undefined)
-  const rate = (c: Contender) => median(ok(c).map((r) => records / (r.run.commitSeconds ?? Infinity)))
+  const rate = (c: Contender) => median(ok(c).map((r) => records / (runSeconds(r.run) ?? Infinity)))
   const cpuMicros = (c: Contender) => median(ok(c).map((r) => (r.run.usage.cpuSeconds * 1e6) / records))
   const worst = (c: Contender, pick: (s: Stored) => number | null): number | null =>
     of(c).reduce<number | null>((acc, r) => (acc === null || pick(r.stored) === null ? null : Math.max(acc, pick(r.stored) ?? 0)), 0)
@@ -422,12 +452,12 @@ async function main({ json, records, partitions, rounds, peer: peerName, peerDef
   }
 
   say("")
-  say("| round | archiver | s to last commit | records/s | s to exit | CPU s | CPU µs/record | peak RSS | objects | stored | S3 CPU | Kafka CPU |")
-  say("|---|---|---|---|---|---|---|---|---|---|---|---|")
+  say("| round | archiver | s to last commit | s to last record stored | records/s | s to exit | CPU s | CPU µs/record | peak RSS | objects | stored | S3 CPU | Kafka CPU |")
+  say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
   for (const r of rows) {
-    const t = r.run.commitSeconds
+    const t = runSeconds(r.run)
     say(
-      `| ${r.round} | ${r.contender} | ${sec(t)} | ${t === undefined ? "?" : k(records / t)} | ${sec(r.run.usage.exitSeconds)} | ` +
+      `| ${r.round} | ${r.contender} | ${sec(r.run.commitSeconds)} | ${r.run.storedSeconds === undefined ? "-" : sec(r.run.storedSeconds)} | ${t === undefined ? "?" : k(records / t)} | ${sec(r.run.usage.exitSeconds)} | ` +
         `${r.run.usage.cpuSeconds.toFixed(2)} | ${((r.run.usage.cpuSeconds * 1e6) / records).toFixed(2)} | ${mb(r.run.usage.peakRssBytes)} | ` +
         `${r.stored.objects}${r.contender === "sluice" ? ` (+${r.stored.objects} manifests)` : ""} | ${mb(r.stored.objectBytes)} | ${sec(r.cpu.s3)} | ${sec(r.cpu.kafka)} |`
     )

@@ -1,11 +1,12 @@
 /**
  * bench:peer through trouble (issue 28 item 2): Sluice's example archiver
- * (`kafka-to-s3/main.ts`, the default policies) and the peer, Quix Streams'
- * `S3FileSink` (`peer/quix_s3_archiver.py`), each archiving a topic that a
- * producer keeps writing to, while the store is in trouble for a minute.
+ * (`kafka-to-s3/main.ts`, the default policies), the peer, Quix Streams'
+ * `S3FileSink` (`peer/quix_s3_archiver.py`), and on request the second peer,
+ * the Camel route (`peer/camel`, contender `camel`), each archiving a topic
+ * that a producer keeps writing to, while the store is in trouble for a minute.
  *
  * ```sh
- * npm run bench:peer -- --trouble slowdown,slower [--contenders sluice,peer] [--rate 20000] [--seconds 150] [--json]
+ * npm run bench:peer -- --trouble slowdown,slower [--contenders sluice,peer,camel] [--rate 20000] [--seconds 150] [--json]
  * ```
  *
  * Its flags ({@link flags}) are `bench:peer`'s (`peer.ts` reads the line),
@@ -79,8 +80,8 @@ const SENDS_PER_SECOND = 10
 export const TROUBLES = ["slowdown", "slower"] as const
 /** A trouble. */
 export type Trouble = (typeof TROUBLES)[number]
-/** The archivers `--contenders` names. */
-export const CONTENDERS = ["sluice", "peer"] as const
+/** The archivers `--contenders` names: `peer` is Quix Streams' sink, `camel` the Camel route. */
+export const CONTENDERS = ["sluice", "peer", "camel"] as const
 /** An archiver. */
 export type Contender = (typeof CONTENDERS)[number]
 
@@ -123,7 +124,7 @@ export const flags = {
   ),
   contenders: Flag.String("contenders").pipe(
     Flag.withMetavar("list"),
-    Flag.withDescription("with --trouble: the archivers, in order: sluice and/or peer, comma-separated (default sluice,peer)"),
+    Flag.withDescription("with --trouble: the archivers, in order: sluice, peer (Quix) and/or camel, comma-separated (default sluice,peer)"),
     Flag.optional
   ),
   rate: bounded("rate", "records/s the producer writes"),
@@ -180,7 +181,7 @@ export const check = (given: Flags, json: boolean): Result.Result<Options, strin
     const listed = Option.getOrElse(given.contenders, () => "sluice,peer").split(",").map((c) => c.trim())
     const contenders = listed.filter(isOf(CONTENDERS))
     const unknown = listed.find((c) => !isOf(CONTENDERS)(c))
-    if (unknown !== undefined || contenders.length === 0) return yield* Result.fail(`bench:peer --contenders: sluice and/or peer, got ${unknown ?? "nothing"}`)
+    if (unknown !== undefined || contenders.length === 0) return yield* Result.fail(`bench:peer --contenders: sluice, peer and/or camel, got ${unknown ?? "nothing"}`)
     const rate = yield* numberOf("rate", given.rate)
     const seconds = yield* numberOf("seconds", given.seconds)
     const troubleAt = yield* numberOf("trouble-at", given.troubleAt)
@@ -265,7 +266,8 @@ const exitOf = (child: ChildProcess, ms: number): Promise<string | undefined> =>
 const run = async (trouble: Trouble, contender: Contender, options: {
   readonly services: Services.Services
   readonly toxiproxyUrl: string
-  readonly python: string
+  readonly python: string | undefined
+  readonly camelClasspath: string | undefined
   readonly rate: number
   readonly seconds: number
   readonly troubleAt: number
@@ -297,9 +299,14 @@ const run = async (trouble: Trouble, contender: Contender, options: {
     const env = { ...process.env, SLUICE_S3_ENDPOINT: endpoint }
     const load = producing(services, topic, options.rate)
     const spawnedAt = performance.now()
+    // The peers' stop count is never reached: they run until the bench stops them, as Sluice's --max-seconds.
+    const never = String(options.rate * options.seconds * 4)
+    const peerArgs = ["--brokers", services.brokers.join(","), "--topic", topic, "--group", group, "--bucket", bucket, "--records", never]
     child = contender === "sluice"
       ? spawn(process.execPath, ["--conditions=@sluice/source", fileURLToPath(new URL("../kafka-to-s3/main.ts", import.meta.url)), topic, bucket, "--group", group, "--prometheus-port", "0", "--progress-seconds", "0", "--max-seconds", String(options.seconds * 4)], { env, stdio: ["ignore", "ignore", "pipe"] })
-      : spawn(options.python, [fileURLToPath(new URL("./peer/quix_s3_archiver.py", import.meta.url)), "--brokers", services.brokers.join(","), "--topic", topic, "--group", group, "--bucket", bucket, "--records", String(options.rate * options.seconds * 4), "--defaults"], { env, stdio: ["ignore", "ignore", "pipe"] })
+      : contender === "camel"
+      ? spawn("java", ["-cp", options.camelClasspath ?? "", "sluice.peer.CamelS3Archiver", ...peerArgs], { env, stdio: ["ignore", "ignore", "pipe"] })
+      : spawn(options.python ?? "python3", [fileURLToPath(new URL("./peer/quix_s3_archiver.py", import.meta.url)), ...peerArgs, "--defaults"], { env, stdio: ["ignore", "ignore", "pipe"] })
     let tail = ""
     child.stderr?.on("data", (d: Buffer) => {
       tail = (tail + d.toString("utf8")).slice(-4000)
@@ -365,7 +372,7 @@ const run = async (trouble: Trouble, contender: Contender, options: {
     let unarchived: number | null = null
     let duplicates: number | null = null
     let detail = stoppedOnItsOwn ? `exited on its own at ${(exitedAt ?? 0).toFixed(1)} s: ${tail.trim().split("\n").slice(-3).join(" | ")}` : ""
-    if (contender === "peer") {
+    if (contender !== "sluice") {
       const archived = await PeerArchive.check(client, bucket, topic, final, committed)
       unarchived = archived.lost
       lost = archived.lostCommitted + archived.corrupt
@@ -411,18 +418,28 @@ const run = async (trouble: Trouble, contender: Contender, options: {
   }
 }
 
+/** Each archiver's line in the plots. */
+const COLORS: Record<Contender, string> = { sluice: "#1f77b4", peer: "#d62728", camel: "#2ca02c" }
+
 /** Runs every trouble for each archiver; prints the table and, with `--json`, the rows. */
 export const main = async ({ troubles, contenders, json, ...numbers }: Options): Promise<void> => {
   const python = process.env["SLUICE_PEER_PYTHON"]
+  const camelClasspath = process.env["SLUICE_PEER_CAMEL_CLASSPATH"]
   const toxiproxyUrl = process.env["SLUICE_TOXIPROXY_URL"]
-  if (python === undefined || toxiproxyUrl === undefined) {
-    console.error("bench:peer --trouble: SLUICE_PEER_PYTHON and SLUICE_TOXIPROXY_URL must be set: run it through `npm run bench:peer`")
+  const missing = [
+    ...(toxiproxyUrl === undefined ? ["SLUICE_TOXIPROXY_URL"] : []),
+    ...(contenders.includes("peer") && python === undefined ? ["SLUICE_PEER_PYTHON"] : []),
+    ...(contenders.includes("camel") && camelClasspath === undefined ? ["SLUICE_PEER_CAMEL_CLASSPATH"] : [])
+  ]
+  if (toxiproxyUrl === undefined || missing.length > 0) {
+    console.error(`bench:peer --trouble: ${missing.join(" and ")} must be set: run it through \`npm run bench:peer\``)
     process.exit(2)
   }
   const options = {
     services: Services.fromEnv(),
     toxiproxyUrl,
     python,
+    camelClasspath,
     ...numbers,
     say: (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
   }
@@ -452,7 +469,7 @@ export const main = async ({ troubles, contenders, json, ...numbers }: Options):
     writeFileSync(
       join(dir, `${trouble}.svg`),
       Svg.chart(`${trouble} from ${options.troubleAt} s for ${options.troubleSeconds} s, ${options.rate} records/s produced`, t, [
-        { title: "lag (records produced, not committed)", series: both.map((r) => ({ name: r.contender, color: r.contender === "sluice" ? "#1f77b4" : "#d62728", values: at(r) })) }
+        { title: "lag (records produced, not committed)", series: both.map((r) => ({ name: r.contender, color: COLORS[r.contender], values: at(r) })) }
       ])
     )
   }

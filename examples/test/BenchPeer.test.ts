@@ -13,7 +13,7 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { command, decode, peerProgram, SetupFailed } from "../bench/peer.ts"
+import { command, decode, peerProgram, runSeconds, SetupFailed, storedSecondsOf } from "../bench/peer.ts"
 import * as PeerArchive from "../bench/peer-archive.ts"
 import * as ProcessTree from "../bench/process-tree.ts"
 
@@ -121,6 +121,18 @@ describe("bench:peer — the command line", () => {
     expect(decode(["--peer", "camel"])).toEqual({ _tag: "Run", flags: { _tag: "Rounds", records: 1_000_000, partitions: 8, rounds: 3, peer: "camel", peerDefaults: false, json: false } })
   })
 
+  it("ends a run at its commits, or at its last record stored when the archiver says that came later", () => {
+    const spawned = 1_700_000_000_000
+    const stdout = ["progress", `RESULT {"stopAfter": 10, "seconds": 3.2, "storedAtEpochMillis": ${spawned + 7_500}}`]
+    expect(storedSecondsOf(stdout, spawned)).toBe(7.5)
+    expect(storedSecondsOf(['RESULT {"stopAfter": 10, "seconds": 3.2}'], spawned)).toBeUndefined() // Quix says no such time
+    expect(storedSecondsOf(["RESULT not json"], spawned)).toBeUndefined()
+    expect(runSeconds({ commitSeconds: 5, storedSeconds: 7.5 })).toBe(7.5) // commits ran ahead of the uploads
+    expect(runSeconds({ commitSeconds: 5, storedSeconds: 4 })).toBe(5)
+    expect(runSeconds({ commitSeconds: 5, storedSeconds: undefined })).toBe(5)
+    expect(runSeconds({ commitSeconds: undefined, storedSeconds: 7.5 })).toBeUndefined() // never committed the end
+  })
+
   it("starts the peer --peer names, from what scripts/bench-peer.sh sets, or says what is missing", () => {
     const saved = process.env["SLUICE_PEER_CAMEL_CLASSPATH"]
     try {
@@ -156,6 +168,7 @@ describe("bench:peer — the command line", () => {
       _tag: "Run",
       flags: { _tag: "Trouble", troubles: ["slowdown", "slower"], contenders: ["sluice", "peer"], rate: 20_000, seconds: 150, troubleAt: 30, troubleSeconds: 60, json: true }
     })
+    expect(decode(["--trouble", "slowdown", "--contenders", "camel,sluice"])).toMatchObject({ _tag: "Run", flags: { _tag: "Trouble", contenders: ["camel", "sluice"] } })
     expect(decode(["--trouble", "slowdown", "--contenders", "sluice", "--rate", "5000", "--seconds", "60", "--trouble-at", "10", "--trouble-seconds", "20"])).toEqual({
       _tag: "Run",
       flags: { _tag: "Trouble", troubles: ["slowdown"], contenders: ["sluice"], rate: 5000, seconds: 60, troubleAt: 10, troubleSeconds: 20, json: false }
@@ -170,7 +183,7 @@ describe("bench:peer — the command line", () => {
   it("keeps its own messages for the values only it checks", () => {
     expect(invalid(["--records", "0"])).toBe("bench:peer: --records needs a whole number ≥ 1, got 0")
     expect(invalid(["--trouble", "slowdown,outage"])).toBe("bench:peer --trouble: slowdown or slower, got outage")
-    expect(invalid(["--trouble", "slower", "--contenders", "sluice,quix"])).toBe("bench:peer --contenders: sluice and/or peer, got quix")
+    expect(invalid(["--trouble", "slower", "--contenders", "sluice,quix"])).toBe("bench:peer --contenders: sluice, peer and/or camel, got quix")
     expect(invalid(["--trouble", "slower", "--rate", "50"])).toBe("bench:peer --trouble: --rate expects a number in [100, 200000]")
     expect(invalid(["--trouble", "slower", "--trouble-seconds", "0"])).toBe("bench:peer --trouble: --trouble-seconds expects a number in [1, 3600]")
     expect(invalid(["--trouble", "slower", "--seconds", "60"])).toBe(
