@@ -321,7 +321,7 @@ export const peerProgram = (peer: PeerName, peerDefaults: boolean): PeerProgram 
     const version = /camel-main-([0-9][^/]*)\.jar/.exec(classpath)?.[1] ?? "?"
     return {
       label: `camel ${version}`,
-      settings: "camel-kafka → aggregate per partition (50 000 records or 5 s) → camel-aws2-s3, one PUT at a time, a manual commit after each",
+      settings: "camel-kafka → aggregate per partition (50 000 records or 5 s) → camel-aws2-s3, one PUT at a time; camel-kafka commits each record as it enters the aggregator",
       command: "java",
       args: (r) => ["-cp", classpath, "sluice.peer.CamelS3Archiver", "--brokers", r.brokers, "--topic", r.topic, "--group", r.group, "--bucket", r.bucket, "--records", String(r.records)]
     }
