@@ -58,7 +58,6 @@
  * less; both ratios read "times better"); `lost` is `{ sluice, peer }` (the most any round lost; `null` when
  * Sluice's archive failed its check, which names the fault).
  */
-import { execFileSync } from "node:child_process"
 import * as Os from "node:os"
 import { performance } from "node:perf_hooks"
 import { setTimeout as sleep } from "node:timers/promises"
@@ -66,13 +65,15 @@ import { fileURLToPath } from "node:url"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { Admin } from "@platformatic/kafka"
 import * as CommandLine from "@sluice/core/CommandLine"
-import { Data, Option, Result } from "effect"
+import { Option, Result } from "effect"
 import { Flag } from "effect/cli"
 import * as Archive from "./archive.ts"
 import { countFlag, k, mb, median, readLine, round3, sec } from "./cli.ts"
 import type { Job } from "./contender.ts"
 import { RESULT } from "./contender.ts"
 import * as PeerArchive from "./peer-archive.ts"
+import type { PeerName } from "./peers.ts"
+import { peerProgram } from "./peers.ts"
 import * as ProcessTree from "./process-tree.ts"
 import * as Services from "./services.ts"
 import * as Trouble from "./trouble.ts"
@@ -118,9 +119,6 @@ export interface Rounds {
   readonly peerDefaults: boolean
   readonly json: boolean
 }
-
-/** The peers the throughput rounds can run. */
-export type PeerName = "quix" | "camel"
 
 /** What a run through trouble runs with (`--trouble`). */
 export interface ThroughTrouble extends Trouble.Options {
@@ -170,9 +168,6 @@ export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Roun
       return rounds
     }).pipe(Result.mapError((message) => `${command.name}: ${message}`))
   })
-
-/** Something the bench needs is missing (the peer's interpreter, a service). */
-export class SetupFailed extends Data.TaggedError("SetupFailed")<{ readonly message: string }> {}
 
 /** One archiving run, measured. */
 interface Run {
@@ -293,47 +288,6 @@ const runFailures = (run: Run, ends: ReadonlyArray<number>, boundMillis: number)
   if (run.usage.code !== 0) out.push(`exited with ${run.usage.code ?? run.usage.signal}`)
   if (run.commitSeconds === undefined) out.push(`group committed ${run.committed.join(",")}, topic ends at ${ends.join(",")}`)
   return out
-}
-
-const peerVersion = (python: string): string =>
-  execFileSync(python, ["-c", "import importlib.metadata as m; print(m.version('quixstreams'))"], { encoding: "utf8", timeout: 30_000 }).trim()
-
-/** How to start one run of the peer: the program and its arguments before the run's own. */
-interface PeerProgram {
-  /** The peer as the report names it, with the version it runs. */
-  readonly label: string
-  readonly settings: string
-  readonly command: string
-  readonly args: (run: { readonly brokers: string; readonly topic: string; readonly group: string; readonly bucket: string; readonly records: number }) => ReadonlyArray<string>
-}
-
-/** The environment variable `scripts/bench-peer.sh` sets, or why it is missing. */
-const fromEnv = (name: string, how: string): string => {
-  const value = process.env[name]
-  if (value === undefined || value === "") throw new SetupFailed({ message: `${name} is not set: run it through \`npm run bench:peer\` (${how})` })
-  return value
-}
-
-/** The peer of `--peer`: Quix Streams' sink in its virtualenv, or the Camel route on the JVM. */
-export const peerProgram = (peer: PeerName, peerDefaults: boolean): PeerProgram => {
-  if (peer === "camel") {
-    const classpath = fromEnv("SLUICE_PEER_CAMEL_CLASSPATH", "with --peer camel it builds the Camel route")
-    const version = /camel-main-([0-9][^/]*)\.jar/.exec(classpath)?.[1] ?? "?"
-    return {
-      label: `camel ${version}`,
-      settings: "camel-kafka → aggregate per partition (50 000 records or 5 s) → camel-aws2-s3, one PUT at a time; camel-kafka commits each record as it enters the aggregator",
-      command: "java",
-      args: (r) => ["-cp", classpath, "sluice.peer.CamelS3Archiver", "--brokers", r.brokers, "--topic", r.topic, "--group", r.group, "--bucket", r.bucket, "--records", String(r.records)]
-    }
-  }
-  const python = fromEnv("SLUICE_PEER_PYTHON", "it installs the peer's virtualenv")
-  const app = fileURLToPath(new URL("./peer/quix_s3_archiver.py", import.meta.url))
-  return {
-    label: `quixstreams ${peerVersion(python)}`,
-    settings: peerDefaults ? "Quix defaults (commit_interval=5, commit_every=0)" : "tuned (commit_every=250000, commit_interval=60)",
-    command: python,
-    args: (r) => [app, "--brokers", r.brokers, "--topic", r.topic, "--group", r.group, "--bucket", r.bucket, "--records", String(r.records), ...(peerDefaults ? ["--defaults"] : [])]
-  }
 }
 
 async function main({ json, records, partitions, rounds, peer: peerName, peerDefaults }: Rounds): Promise<void> {

@@ -57,6 +57,7 @@ import * as StoreProxy from "../replay/StoreProxy.ts"
 import * as Svg from "../soak/Svg.ts"
 import * as Faults from "../faults/Services.ts"
 import * as PeerArchive from "./peer-archive.ts"
+import * as Peers from "./peers.ts"
 import * as Services from "./services.ts"
 
 /** How often the lag is read (the resolution of the worst lag and the catch-up). */
@@ -266,8 +267,8 @@ const exitOf = (child: ChildProcess, ms: number): Promise<string | undefined> =>
 const run = async (trouble: Trouble, contender: Contender, options: {
   readonly services: Services.Services
   readonly toxiproxyUrl: string
-  readonly python: string | undefined
-  readonly camelClasspath: string | undefined
+  /** How to start each peer among the contenders (`peers.ts`). */
+  readonly peers: Partial<Record<Contender, Peers.PeerProgram>>
   readonly rate: number
   readonly seconds: number
   readonly troubleAt: number
@@ -299,14 +300,11 @@ const run = async (trouble: Trouble, contender: Contender, options: {
     const env = { ...process.env, SLUICE_S3_ENDPOINT: endpoint }
     const load = producing(services, topic, options.rate)
     const spawnedAt = performance.now()
-    // The peers' stop count is never reached: they run until the bench stops them, as Sluice's --max-seconds.
-    const never = String(options.rate * options.seconds * 4)
-    const peerArgs = ["--brokers", services.brokers.join(","), "--topic", topic, "--group", group, "--bucket", bucket, "--records", never]
-    child = contender === "sluice"
+    const peer = options.peers[contender]
+    child = peer === undefined
       ? spawn(process.execPath, ["--conditions=@sluice/source", fileURLToPath(new URL("../kafka-to-s3/main.ts", import.meta.url)), topic, bucket, "--group", group, "--prometheus-port", "0", "--progress-seconds", "0", "--max-seconds", String(options.seconds * 4)], { env, stdio: ["ignore", "ignore", "pipe"] })
-      : contender === "camel"
-      ? spawn("java", ["-cp", options.camelClasspath ?? "", "sluice.peer.CamelS3Archiver", ...peerArgs], { env, stdio: ["ignore", "ignore", "pipe"] })
-      : spawn(options.python ?? "python3", [fileURLToPath(new URL("./peer/quix_s3_archiver.py", import.meta.url)), ...peerArgs, "--defaults"], { env, stdio: ["ignore", "ignore", "pipe"] })
+      // The peers' stop count is never reached: they run until the bench stops them, as Sluice's --max-seconds.
+      : spawn(peer.command, [...peer.args({ brokers: services.brokers.join(","), topic, group, bucket, records: options.rate * options.seconds * 4 })], { env, stdio: ["ignore", "ignore", "pipe"] })
     let tail = ""
     child.stderr?.on("data", (d: Buffer) => {
       tail = (tail + d.toString("utf8")).slice(-4000)
@@ -423,23 +421,24 @@ const COLORS: Record<Contender, string> = { sluice: "#1f77b4", peer: "#d62728", 
 
 /** Runs every trouble for each archiver; prints the table and, with `--json`, the rows. */
 export const main = async ({ troubles, contenders, json, ...numbers }: Options): Promise<void> => {
-  const python = process.env["SLUICE_PEER_PYTHON"]
-  const camelClasspath = process.env["SLUICE_PEER_CAMEL_CLASSPATH"]
   const toxiproxyUrl = process.env["SLUICE_TOXIPROXY_URL"]
-  const missing = [
-    ...(toxiproxyUrl === undefined ? ["SLUICE_TOXIPROXY_URL"] : []),
-    ...(contenders.includes("peer") && python === undefined ? ["SLUICE_PEER_PYTHON"] : []),
-    ...(contenders.includes("camel") && camelClasspath === undefined ? ["SLUICE_PEER_CAMEL_CLASSPATH"] : [])
-  ]
-  if (toxiproxyUrl === undefined || missing.length > 0) {
-    console.error(`bench:peer --trouble: ${missing.join(" and ")} must be set: run it through \`npm run bench:peer\``)
+  if (toxiproxyUrl === undefined) {
+    console.error("bench:peer --trouble: SLUICE_TOXIPROXY_URL must be set: run it through `npm run bench:peer`")
+    process.exit(2)
+  }
+  // The peers as `scripts/bench-peer.sh` provides them; Quix with its default checkpointing (every 5 s, as fresh as Sluice's maxAge).
+  const peers: Partial<Record<Contender, Peers.PeerProgram>> = {}
+  try {
+    if (contenders.includes("peer")) peers.peer = Peers.peerProgram("quix", true)
+    if (contenders.includes("camel")) peers.camel = Peers.peerProgram("camel", false)
+  } catch (error) {
+    console.error(`bench:peer --trouble: ${error instanceof Peers.SetupFailed ? error.message : String(error)}`)
     process.exit(2)
   }
   const options = {
     services: Services.fromEnv(),
     toxiproxyUrl,
-    python,
-    camelClasspath,
+    peers,
     ...numbers,
     say: (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
   }

@@ -13,7 +13,8 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { command, decode, peerProgram, runSeconds, SetupFailed, storedSecondsOf } from "../bench/peer.ts"
+import { command, decode, runSeconds, storedSecondsOf } from "../bench/peer.ts"
+import { peerProgram, SetupFailed } from "../bench/peers.ts"
 import * as PeerArchive from "../bench/peer-archive.ts"
 import * as ProcessTree from "../bench/process-tree.ts"
 
