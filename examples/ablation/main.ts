@@ -3,7 +3,7 @@
  * (run by scripts/ablation.sh, `npm run ablation`): every scenario file of DIR
  * × each named variant of `Ablations.ts`, in the simulator (the testkit's
  * `Runner.run`, virtual time); one JSON line per run to F (the variant, the
- * scenario and the summary's judged figures). Progress on stderr. Exit codes:
+ * scenario, the summary's judged figures and its request count). Progress on stderr. Exit codes:
  * 0 done, 1 a run lost a record undetected or committed an unverified one (a
  * loss the source reported — retention deleting unread records — is counted,
  * not failed: the scenario expects it), 2 bad options.
@@ -65,6 +65,7 @@ const program = Effect.gen(function*() {
         goodputRatio: summary.goodputRatio,
         maxLagSeconds: summary.maxLagSeconds,
         throttleRate: summary.throttleRate,
+        requests: summary.requests,
         lostRecords: summary.lostRecords,
         undetectedLostRecords: summary.undetectedLostRecords,
         committedNotVerified: summary.committedNotVerified,
