@@ -116,7 +116,8 @@ describe("AdaptiveBatch", () => {
     // Every upload the limit allows runs: memory is not what bounds them.
     expect(memoryBound(config({ initialBytes: "16 MiB" }), { limit: 50, uploading: 50, until: 20_000 })).toBeGreaterThanOrEqual(16 * MiB)
     // The store queues (latency 2× its minimum of the last 3 windows): more
-    // uploads would only wait longer. Unqueued, the same 7.5 s shrink it twice.
+    // uploads would only wait longer (nor does the lean size apply: the queue is
+    // GROWTH-deep). Unqueued, the same 7.5 s shrink it twice.
     const queue = (t: number) => (t < 1_000 ? 1 : 2)
     expect(memoryBound(config({ initialBytes: "16 MiB" }), { limit: 100, uploading: 50, queue, until: 7_500 })).toBeGreaterThanOrEqual(16 * MiB)
     expect(memoryBound(config({ initialBytes: "16 MiB" }), { limit: 100, uploading: 50, until: 7_500 })).toBeLessThan(10 * MiB)
@@ -193,6 +194,26 @@ describe("AdaptiveBatch", () => {
     // A target that starts below initialBytes is not grown back up to it by this rule.
     const small = drive(config({ initialBytes: "4 MiB" }), 200, 1, 60_000, { limit: 4, uploading: 2 })
     expect(small.target).toBe(4 * MiB)
+  })
+
+  it("with slots free and transfer dominant, goes below initialBytes to the lean size (overhead = growAbove · b · target); a cap on requests (429) takes it back at once", () => {
+    // 2 ms per request, 100 ms per MiB, manifest and verify 2 ms each: a
+    // batch's overhead is 6 ms, a tenth of the transfer of 0.6 MiB — to the floor.
+    const lean = drive(config(), 2, 100, 60_000, { limit: 16, uploading: 2, extraMillis: 2 })
+    expect(lean.target).toBe(MiB)
+    // Window by window (×1/growth), not at once.
+    expect(lean.series.map(([, v]) => Math.round(v / 1024))).toEqual([8192, 5461, 3641, 2427, 1618, 1079, 1024])
+    // 20 ms per MiB: the lean size is 6 / (0.1 · 20) = 3 MiB.
+    expect(drive(config(), 2, 20, 60_000, { limit: 16, uploading: 2, extraMillis: 2 }).target / MiB).toBeCloseTo(3, 3)
+    // 10 ms per request: overhead 30 ms, lean 15 MiB — initialBytes stays the cap, nothing shrinks.
+    expect(drive(config(), 10, 20, 60_000, { limit: 16, uploading: 2, extraMillis: 10 }).target).toBe(8 * MiB)
+    // Every slot taken: the grow and shrink lines decide, not this one (6 ms lies between 0.02 and 0.1 of 20 ms · 8: it holds).
+    expect(drive(config(), 2, 20, 60_000, { limit: 16, uploading: 16, extraMillis: 2 }).target).toBe(8 * MiB)
+    // The store answers 429 (it caps requests): back to initialBytes on the first one.
+    const capped = drive(config(), 2, 100, 62_000, { from: lean.s, start: 60_000, limit: 16, uploading: 2, extraMillis: 2, throttleEvery: 20, throttleStatus: 429, rate: 20 })
+    expect(capped.series[1]).toEqual([60_000, 8 * MiB])
+    // 503 SlowDown caps nothing: the lean target holds.
+    expect(drive(config(), 2, 100, 70_000, { from: lean.s, start: 60_000, limit: 16, uploading: 2, extraMillis: 2, throttleEvery: 20 }).target).toBe(MiB)
   })
 
   it("under a request rate, each upload's bytes are the throughput: memory full is not memory-bound, and a capped rate's spacing counts as per-batch cost", () => {
