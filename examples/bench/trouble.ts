@@ -304,7 +304,7 @@ const run = async (trouble: Trouble, contender: Contender, options: {
     child = peer === undefined
       ? spawn(process.execPath, ["--conditions=@sluice/source", fileURLToPath(new URL("../kafka-to-s3/main.ts", import.meta.url)), topic, bucket, "--group", group, "--prometheus-port", "0", "--progress-seconds", "0", "--max-seconds", String(options.seconds * 4)], { env, stdio: ["ignore", "ignore", "pipe"] })
       // The peers' stop count is never reached: they run until the bench stops them, as Sluice's --max-seconds.
-      : spawn(peer.command, [...peer.args({ brokers: services.brokers.join(","), topic, group, bucket, records: options.rate * options.seconds * 4 })], { env, stdio: ["ignore", "ignore", "pipe"] })
+      : spawn(peer.command, peer.args({ brokers: services.brokers.join(","), topic, group, bucket, records: options.rate * options.seconds * 4 }), { env, stdio: ["ignore", "ignore", "pipe"] })
     let tail = ""
     child.stderr?.on("data", (d: Buffer) => {
       tail = (tail + d.toString("utf8")).slice(-4000)

@@ -107,6 +107,7 @@ import type { Layer } from "effect"
 import type { AdaptiveBatchState } from "../internal/batch/State.ts"
 import { CRUISE_GAIN } from "../internal/deliveryrate/ProbeBw.ts"
 import { addSample, emptyFit, solve } from "../internal/Fit.ts"
+import type { Line } from "../internal/Fit.ts"
 import * as RateCap from "../internal/RateCap.ts"
 
 /*
@@ -293,7 +294,7 @@ const requestsBind = (s: AdaptiveBatchState): boolean =>
  * ratio — and `b` the mean per-byte transfer time of objects beyond `a`.
  * Otherwise the least-squares fit.
  */
-const estimate = (s: AdaptiveBatchState): { readonly a: number; readonly b: number } | undefined =>
+const estimate = (s: AdaptiveBatchState): Line | undefined =>
   s.manifestMillis > 0 && s.verifyMillis > 0 && s.perByteMillis > 0
     ? { a: (s.manifestMillis + s.verifyMillis) / 2, b: s.perByteMillis }
     : solve(s.fit)
@@ -326,7 +327,7 @@ const rateBehind = (s: AdaptiveBatchState): boolean =>
  * (a store flapping to 2.9 MB/s per request: its slow phases 0.72 → 0.92), for
  * 4–7 % more requests; docs/design/generalization.md, 2026-12-06.
  */
-const leanBytes = (s: AdaptiveBatchState, fit: { readonly a: number; readonly b: number } | undefined): number =>
+const leanBytes = (s: AdaptiveBatchState, fit: Line | undefined): number =>
   fit === undefined || fit.b <= 0 ? Infinity : overheadMillis(s, fit.a) / (GROW_ABOVE * fit.b)
 
 const decide = (s: AdaptiveBatchState, now: number): AdaptiveBatchState => {

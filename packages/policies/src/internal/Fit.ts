@@ -30,11 +30,17 @@ export const addSample = (f: Fit, bytes: number, latency: number, lambda: number
   sxy: f.sxy * lambda + bytes * latency
 })
 
+/** A latency line `a + b·bytes`: `a` in ms, `b` in ms per byte. */
+export interface Line {
+  readonly a: number
+  readonly b: number
+}
+
 /**
- * The fitted `{ a, b }` (ms, ms per byte), or `undefined` while the sizes have no
- * spread (the fit is not determined).
+ * The fitted line, or `undefined` while the sizes have no spread (the fit is
+ * not determined).
  */
-export const solve = (f: Fit): { readonly a: number; readonly b: number } | undefined => {
+export const solve = (f: Fit): Line | undefined => {
   if (f.n < 2) return undefined
   const det = f.n * f.sxx - f.sx * f.sx
   const meanX = f.sx / f.n
