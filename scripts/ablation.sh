@@ -21,7 +21,7 @@ out=${1:-reports/ablation}
 count=${SLUICE_ABLATION_COUNT:-200}
 seed=${SLUICE_ABLATION_SEED:-3}
 timeout=${SLUICE_ABLATION_TIMEOUT:-5400}
-variants=${SLUICE_ABLATION_VARIANTS:-default,no-probes,no-pending,own-defaults,no-throttle,no-shared,no-batch,throttle-no-restore,batch-no-restore,shared-no-reopen}
+variants=${SLUICE_ABLATION_VARIANTS:-default,no-probes,no-pending,own-defaults,no-throttle,no-batch,throttle-no-restore,batch-no-restore,with-shared}
 . scripts/lib/run-source.sh
 mkdir -p "$out"
 family="$out/family-mixed-seed-$seed-$count"

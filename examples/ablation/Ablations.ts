@@ -14,6 +14,11 @@ export interface Ablation {
   readonly name: string
   readonly switchesOff: string
   readonly policies: Runner.PoliciesLayer<unknown>
+  /**
+   * The variant adds back a rule the default removed (its "cost" is then what
+   * adding it back costs; the verdict says whether it would buy anything).
+   */
+  readonly addsBack?: true
 }
 
 const base = Composition.defaultsBase
@@ -26,26 +31,26 @@ export const ablations: ReadonlyArray<Ablation> = [
   {
     name: "own-defaults",
     switchesOff: "`defaultsBase` (the members' own throttle answers: throttleBeta 0.7, firstBeta 0.5, a rate cut on the first)",
-    policies: Layer.mergeAll(DeliveryRate.layer({}), Throttle.layer({}), SharedPressure.layer({}), AdaptiveBatch.layer({}))
+    policies: Layer.mergeAll(DeliveryRate.layer({}), Throttle.layer({}), AdaptiveBatch.layer({}))
   },
   {
     name: "no-throttle",
     switchesOff: "the Throttle member (classifier, short-term cut, rate)",
-    policies: Layer.mergeAll(DeliveryRate.layer(base.deliveryRate), SharedPressure.layer({}), AdaptiveBatch.layer({}))
-  },
-  {
-    name: "no-shared",
-    switchesOff: "the SharedPressure member (read gate on held bytes)",
-    policies: Layer.mergeAll(DeliveryRate.layer(base.deliveryRate), Throttle.layer(base.throttle), AdaptiveBatch.layer({}))
+    policies: Layer.mergeAll(DeliveryRate.layer(base.deliveryRate), AdaptiveBatch.layer({}))
   },
   {
     name: "no-batch",
     switchesOff: "the AdaptiveBatch member (batch target)",
-    policies: Layer.mergeAll(DeliveryRate.layer(base.deliveryRate), Throttle.layer(base.throttle), SharedPressure.layer({}))
+    policies: Layer.mergeAll(DeliveryRate.layer(base.deliveryRate), Throttle.layer(base.throttle))
   },
   { name: "throttle-no-restore", switchesOff: "Throttle's restore after an episode (`restore`)", policies: Composition.defaults({ throttle: { restore: false } }) },
   { name: "batch-no-restore", switchesOff: "AdaptiveBatch's restore (`restore`)", policies: Composition.defaults({ batch: { restore: false } }) },
-  { name: "shared-no-reopen", switchesOff: "SharedPressure's reopen (`reopen`)", policies: Composition.defaults({ shared: { reopen: false } }) }
+  {
+    name: "with-shared",
+    switchesOff: "nothing: adds back the SharedPressure member (read gate on held bytes), removed from the default 2026-12-07",
+    policies: Layer.merge(Composition.defaults(), SharedPressure.layer({})),
+    addsBack: true
+  }
 ]
 
 /** The variant named `name`, or undefined. */

@@ -4,7 +4,9 @@
  * shipped scenarios), and writes DIR/table.md — per variant: the family's
  * distribution (`Family.distribution`), what switching the rule off costs
  * against the default (p10 and median of the worst degraded phase), the
- * shipped scenario that loses most, and the verdict: a rule whose removal
+ * shipped scenario that loses most, the family's requests against the
+ * default's (what a rule buys in object count rather than goodput), and the
+ * verdict: a rule whose removal
  * costs less than `KEEP_P10_MEDIAN` on both p10 and median, and loses no
  * shipped scenario more than `KEEP_MATRIX`, has not shown what it buys.
  *
@@ -29,6 +31,8 @@ interface Run {
   readonly goodputRatio: number
   readonly maxLagSeconds: number
   readonly throttleRate: number
+  /** Requests sent to the store (absent in lines written before 2026-12-06). */
+  readonly requests?: number | undefined
   readonly lostRecords: number
   readonly undetectedLostRecords: number
   readonly committedNotVerified: number
@@ -56,12 +60,21 @@ const signed = (x: number | null) => (x === null ? "—" : `${x >= 0 ? "+" : ""}
 const figure = (r: Run): number => r.worstPhaseGoodput ?? r.goodputRatio
 const reference = new Map(matrix.filter((r) => r.variant === "default").map((r) => [r.scenario, figure(r)]))
 const base = Family.distribution("default", family.filter((r) => r.variant === "default"))
+const requestsOf = (runs: ReadonlyArray<Run>): number => runs.reduce((sum, r) => sum + (r.requests ?? 0), 0)
+const baseRequests = requestsOf(family.filter((r) => r.variant === "default"))
+/** The variant's requests on the family over the default's, as a signed share ("—" without figures). */
+const requestsShare = (runs: ReadonlyArray<Run>): string => {
+  const n = requestsOf(runs)
+  if (baseRequests === 0 || n === 0) return "—"
+  const share = n / baseRequests - 1
+  return `${share >= 0 ? "+" : ""}${(100 * share).toFixed(1)} %`
+}
 
 const lines = [
   `Family: ${base.scenarios} scenarios (${base.judged} judged); shipped: ${reference.size} scenarios. Cost = the default's figure − the variant's (positive: the rule buys it).`,
   "",
-  "| variant | switches off | worst phase ≥ 0.8 | p10 | median | max lag p90 (s) | cost p10 | cost median | shipped: largest loss | lost undetected / unverified | verdict |",
-  "|---|---|---|---|---|---|---|---|---|---|---|"
+  "| variant | switches off | worst phase ≥ 0.8 | p10 | median | max lag p90 (s) | cost p10 | cost median | shipped: largest loss | requests vs default | lost undetected / unverified | verdict |",
+  "|---|---|---|---|---|---|---|---|---|---|---|---|"
 ]
 for (const a of ablations) {
   const runs = family.filter((r) => r.variant === a.name)
@@ -74,13 +87,20 @@ for (const a of ablations) {
   const losses = shipped.map((r) => [r.scenario, (reference.get(r.scenario) ?? figure(r)) - figure(r)] as const).sort((x, y) => y[1] - x[1])
   const worstLoss = losses[0]
   const unsafe = [...runs, ...shipped].filter((r) => r.undetectedLostRecords > 0 || r.committedNotVerified > 0).length
+  // An added-back rule would buy what its variant gains over the default: the costs negated.
+  const gains = a.addsBack === true
+    ? { p10: -(costP10 ?? 0), median: -(costMedian ?? 0), shipped: -(losses[losses.length - 1]?.[1] ?? 0) }
+    : { p10: costP10 ?? 0, median: costMedian ?? 0, shipped: worstLoss?.[1] ?? 0 }
+  const showsNothing = gains.p10 < KEEP_P10_MEDIAN && gains.median < KEEP_P10_MEDIAN && gains.shipped <= KEEP_MATRIX
   const verdict = a.name === "default"
     ? "reference"
-    : (costP10 ?? 0) < KEEP_P10_MEDIAN && (costMedian ?? 0) < KEEP_P10_MEDIAN && (worstLoss?.[1] ?? 0) <= KEEP_MATRIX
+    : a.addsBack === true
+    ? (showsNothing ? "removed: adding it back buys nothing" : "**removed, but adding it back buys something**")
+    : showsNothing
     ? "**has not shown what it buys**"
     : "kept"
   lines.push(
-    `| ${a.name} | ${a.switchesOff} | ${f(d.goodShare, 2)} | ${f(d.worstPhaseP10)} | ${f(d.worstPhaseMedian)} | ${f(d.maxLagP90, 1)} | ${signed(costP10)} | ${signed(costMedian)} | ${worstLoss === undefined ? "—" : `${worstLoss[0]} ${signed(worstLoss[1])}`} | ${unsafe} | ${verdict} |`
+    `| ${a.name} | ${a.switchesOff} | ${f(d.goodShare, 2)} | ${f(d.worstPhaseP10)} | ${f(d.worstPhaseMedian)} | ${f(d.maxLagP90, 1)} | ${signed(costP10)} | ${signed(costMedian)} | ${worstLoss === undefined ? "—" : `${worstLoss[0]} ${signed(worstLoss[1])}`} | ${requestsShare(runs)} | ${unsafe} | ${verdict} |`
   )
 }
 writeFileSync(join(dir, "table.md"), `${lines.join("\n")}\n`)

@@ -6,21 +6,22 @@
  *
  * ```json
  * { "pipeline": { "memoryBudget": "256 MiB", "batch": { "maxAge": "5 seconds" } },
- *   "policies": { "deliveryRate": { "floor": 1, "ceiling": 256 }, "shared": { "highWater": 0.8 } },
+ *   "policies": { "deliveryRate": { "floor": 1, "ceiling": 256 }, "batch": { "maxObjectBytes": "64 MiB" } },
  *   "s3": { "requestTimeout": "30 seconds", "multipartThreshold": "16 MiB" } }
  * ```
  *
  * Every part is decoded with the schema its component decodes it with
  * (`Pipeline.PipelineConfig`, `DeliveryRate.DeliveryRateConfig`, …), so a bad
  * value or a misspelled key fails at start with a `ConfigError` naming the
- * field, before anything connects.
+ * field, before anything connects. The delivery-rate policy's and Throttle's
+ * parts are decoded over `Composition.defaultsBase`, as `Composition.defaults`
+ * composes them: the values decoded are the values run.
  */
 import { readFileSync } from "node:fs"
 import { Config, Pipeline } from "@sluice/core"
 import { S3Config } from "@sluice/adapter-s3"
 import { KafkaConfig } from "@sluice/adapter-kafka"
-import { AdaptiveBatch, DeliveryRate, SharedPressure, Throttle } from "@sluice/policies"
-import type { Composition } from "@sluice/policies"
+import { AdaptiveBatch, Composition, DeliveryRate, Throttle } from "@sluice/policies"
 import { Effect } from "effect"
 import type { SinkSettings } from "../src/KafkaToS3.ts"
 
@@ -30,7 +31,6 @@ export interface Settings {
   readonly policies: {
     readonly deliveryRate: DeliveryRate.DeliveryRateConfig
     readonly throttle: Throttle.ThrottleConfig
-    readonly shared: SharedPressure.SharedPressureConfig
     readonly batch: AdaptiveBatch.AdaptiveBatchConfig
   }
   /**
@@ -58,7 +58,8 @@ const PLACEHOLDER_GROUP = "settings-check"
 const S3_FIXED = ["bucket", "endpoint", "region", "credentials", "forcePathStyle", "checksumAlgorithm"]
 /** A bucket name that passes `S3Config`'s check, to decode the file's `s3` part before the real bucket is known. */
 const PLACEHOLDER_BUCKET = "settings-check"
-const POLICY_KEYS = ["deliveryRate", "throttle", "shared", "batch"]
+/** The default composition's members (`Composition.DefaultsConfig`): no read gate. */
+const POLICY_KEYS = ["deliveryRate", "throttle", "batch"]
 
 const record = (component: string, value: unknown, keys: ReadonlyArray<string>): Effect.Effect<Record<string, unknown>, Config.ConfigError> => {
   if (value === undefined) return Effect.succeed({})
@@ -78,9 +79,8 @@ export const decode = (data: unknown): Effect.Effect<Settings, Config.ConfigErro
     const top = yield* record("settings", data, KEYS)
     const policies = yield* record("settings.policies", top["policies"], POLICY_KEYS)
     const pipeline: unknown = top["pipeline"] ?? {}
-    const deliveryRate: unknown = policies["deliveryRate"] ?? {}
-    const throttle: unknown = policies["throttle"] ?? {}
-    const shared: unknown = policies["shared"] ?? {}
+    const deliveryRate = yield* record("settings.policies.deliveryRate", policies["deliveryRate"], Object.keys(DeliveryRate.DeliveryRateConfig.fields))
+    const throttle = yield* record("settings.policies.throttle", policies["throttle"], Object.keys(Throttle.ThrottleConfig.fields))
     const batch: unknown = policies["batch"] ?? {}
     const group = yield* record("settings.group", top["group"], GROUP_KEYS)
     yield* Config.decode("group", KafkaConfig.GroupMode, { ...group, kind: "group", groupId: PLACEHOLDER_GROUP })
@@ -89,9 +89,9 @@ export const decode = (data: unknown): Effect.Effect<Settings, Config.ConfigErro
     const decoded = {
       pipeline: yield* Config.decode("pipeline", Pipeline.PipelineConfig, pipeline),
       policies: {
-        deliveryRate: yield* Config.decode("deliveryRate", DeliveryRate.DeliveryRateConfig, deliveryRate),
-        throttle: yield* Config.decode("throttle", Throttle.ThrottleConfig, throttle),
-        shared: yield* Config.decode("shared", SharedPressure.SharedPressureConfig, shared),
+        // Over defaultsBase, as Composition.defaults composes them (the file's keys win).
+        deliveryRate: yield* Config.decode("deliveryRate", DeliveryRate.DeliveryRateConfig, { ...Composition.defaultsBase.deliveryRate, ...deliveryRate }),
+        throttle: yield* Config.decode("throttle", Throttle.ThrottleConfig, { ...Composition.defaultsBase.throttle, ...throttle }),
         batch: yield* Config.decode("batch", AdaptiveBatch.AdaptiveBatchConfig, batch)
       }
     }

@@ -1,7 +1,7 @@
 /**
  * The archiver Sluice exists for: a Kafka topic into S3 through the full
  * read → seal → upload → verify → commit pipeline, with the default pressure
- * policies (AIMD + throttle classifier + shared pressure + adaptive batch).
+ * policies (`Composition.defaults()`: delivery rate + throttle classifier + adaptive batch).
  *
  * `archiveTopic` drains the topic once (assign mode, `until: "caught-up"`) and
  * returns the run's stats; offsets are committed to the consumer group only after

@@ -27,3 +27,15 @@ describe("archiver settings: group", () => {
     expect(messageOf({ group: { groupId: "g" } })).toMatch(/ConfigError: settings\.group: unknown key\(s\) groupId/)
   })
 })
+
+describe("archiver settings: policies", () => {
+  it("decodes the members over Composition.defaultsBase, as the default composes them (the file's keys win), and refuses a member the default has not", () => {
+    const { policies } = Effect.runSync(Settings.decode({}))
+    // defaultsBase's throttle answers, not each policy's own (firstBeta 0.5, a rate cut on the first, throttleBeta 0.7).
+    expect([policies.throttle.firstBeta, policies.throttle.rateOnFirstCut, policies.deliveryRate.throttleBeta]).toEqual([0.7, false, 0.85])
+    const written = Effect.runSync(Settings.decode({ policies: { throttle: { firstBeta: 0.5 }, deliveryRate: { ceiling: 64 } } })).policies
+    expect([written.throttle.firstBeta, written.throttle.rateOnFirstCut, written.deliveryRate.ceiling, written.deliveryRate.throttleBeta]).toEqual([0.5, false, 64, 0.85])
+    expect(messageOf({ policies: { shared: { highWater: 0.8 } } })).toMatch(/ConfigError: settings\.policies: unknown key\(s\) shared \(expected deliveryRate, throttle, batch\)/)
+    expect(messageOf({ policies: { throttle: { firstBeta: 2 } } })).toMatch(/ConfigError: throttle: .*firstBeta/s)
+  })
+})

@@ -24,29 +24,75 @@ import * as Vegas from "./vegas/Vegas.ts"
 export type Policies<E = Config.ConfigError> = Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>
 
 /**
- * Config of {@link defaults} (and {@link classic}): one optional config per
- * policy, each typed by its schema's encoded form (`Config.Input`), so a
- * misspelled key fails `tsc`.
+ * Config of {@link defaults}: one optional config per member, each typed by its
+ * schema's encoded form (`Config.Input`), so a misspelled key — or a member the
+ * default does not have — fails `tsc`; {@link defaults} fails its layer with a
+ * `ConfigError` for such a key in untyped data (JSON).
  *
  * **Example**
  *
  * ```ts
  * import { Composition } from "@sluice/policies"
  *
- * const config: Composition.DefaultsConfig = { deliveryRate: { ceiling: 128 }, shared: { maxPauseMillis: "2s" } }
+ * const config: Composition.DefaultsConfig = { deliveryRate: { ceiling: 128 }, batch: { initialBytes: 4 * 1024 * 1024 } }
  * // const typo: Composition.DefaultsConfig = { deliveryRate: { cieling: 128 } }   // tsc: 'cieling' does not exist …
+ * // const gate: Composition.DefaultsConfig = { shared: { highWater: 0.8 } }        // tsc: no read gate in the default
  * ```
  *
  * @since 0.1.0
  */
 export interface DefaultsConfig {
-  /** The delivery-rate policy's config ({@link defaults}). */
+  /** The delivery-rate policy's config, over {@link defaultsBase}'s. */
   readonly deliveryRate?: Config.Input<typeof DeliveryRate.DeliveryRateConfig> | undefined
-  /** AIMD's config ({@link classic}). */
-  readonly aimd?: Config.Input<typeof Aimd.AimdConfig> | undefined
+  /** Throttle's config, over {@link defaultsBase}'s. */
   readonly throttle?: Config.Input<typeof Throttle.ThrottleConfig> | undefined
-  readonly shared?: Config.Input<typeof SharedPressure.SharedPressureConfig> | undefined
+  /** AdaptiveBatch's config. */
   readonly batch?: Config.Input<typeof AdaptiveBatch.AdaptiveBatchConfig> | undefined
+}
+
+/**
+ * Config of {@link classic}: one optional config per member, typed as in
+ * {@link DefaultsConfig}.
+ *
+ * **Example**
+ *
+ * ```ts
+ * import { Composition } from "@sluice/policies"
+ *
+ * const config: Composition.ClassicConfig = { aimd: { ceiling: 64 }, shared: { maxPauseMillis: "2s" } }
+ * ```
+ *
+ * @since 0.5.0
+ */
+export interface ClassicConfig {
+  /** AIMD's config. */
+  readonly aimd?: Config.Input<typeof Aimd.AimdConfig> | undefined
+  /** Throttle's config (its own defaults: {@link defaultsBase} is the default's). */
+  readonly throttle?: Config.Input<typeof Throttle.ThrottleConfig> | undefined
+  /** SharedPressure's config. */
+  readonly shared?: Config.Input<typeof SharedPressure.SharedPressureConfig> | undefined
+  /** AdaptiveBatch's config. */
+  readonly batch?: Config.Input<typeof AdaptiveBatch.AdaptiveBatchConfig> | undefined
+}
+
+/** The members {@link DefaultsConfig} may configure. */
+const DEFAULTS_MEMBERS: ReadonlyArray<string> = ["deliveryRate", "throttle", "batch"]
+/** The members {@link ClassicConfig} may configure. */
+const CLASSIC_MEMBERS: ReadonlyArray<string> = ["aimd", "throttle", "shared", "batch"]
+
+/**
+ * A key naming no member of the composition (untyped data: JSON): a layer that
+ * fails with a `ConfigError` naming it, else undefined. A config for a member
+ * the composition does not have would otherwise be ignored without a word.
+ */
+const unknownMembers = (component: string, config: object, members: ReadonlyArray<string>): Policies | undefined => {
+  const unknown = Object.keys(config).filter((k) => !members.includes(k))
+  return unknown.length === 0 ? undefined : Layer.effectDiscard(Effect.fail(
+    new CoreConfig.ConfigError({
+      component,
+      message: `${component}: no member ${unknown.map((k) => `"${k}"`).join(", ")} (its members: ${members.join(", ")})`
+    })
+  ))
 }
 
 /**
@@ -66,8 +112,7 @@ export interface CompositionOptions {
 const layerOptions = (options: CompositionOptions): Policy.LayerOptions => ({ probe: options.probes !== false })
 
 /**
- * The default policies: delivery rate + throttle classifier + shared pressure
- * + adaptive batch.
+ * The default policies: delivery rate + throttle classifier + adaptive batch.
  *
  * **When to use**
  *
@@ -81,6 +126,14 @@ const layerOptions = (options: CompositionOptions): Policy.LayerOptions => ({ pr
  * {@link classic} is the previous default. The delivery-rate policy and
  * Throttle share the answer to a throttle as {@link defaultsBase} sets them
  * (under `config`).
+ *
+ * No read gate: SharedPressure is not a member (it was until 0.4.0). The pipeline's byte
+ * budget already bounds what is held (the source's read-ahead reserved from
+ * it), and its admission seals open batches that alone keep a chunk out; the
+ * gate's pauses bought nothing on the family test set or the shipped
+ * scenarios (docs/design/generalization.md, 2026-12-07). Add it
+ * (`Layer.merge(Composition.defaults(), SharedPressure.layer())`) to stop
+ * reading earlier than the budget does.
  *
  * **Example**
  *
@@ -96,10 +149,9 @@ const layerOptions = (options: CompositionOptions): Policy.LayerOptions => ({ pr
  */
 export const defaults = (config: DefaultsConfig = {}, options: CompositionOptions = {}): Policies => {
   const o = layerOptions(options)
-  return Layer.mergeAll(
+  return unknownMembers("default", config, DEFAULTS_MEMBERS) ?? Layer.mergeAll(
     DeliveryRate.layer({ ...defaultsBase.deliveryRate, ...config.deliveryRate }, o),
     Throttle.layer({ ...defaultsBase.throttle, ...config.throttle }, o),
-    SharedPressure.layer(config.shared ?? {}, o),
     AdaptiveBatch.layer(config.batch ?? {}, o)
   )
 }
@@ -154,9 +206,9 @@ export const defaultsBase = {
  *
  * @since 0.2.0
  */
-export const classic = (config: DefaultsConfig = {}, options: CompositionOptions = {}): Policies => {
+export const classic = (config: ClassicConfig = {}, options: CompositionOptions = {}): Policies => {
   const o = layerOptions(options)
-  return Layer.mergeAll(
+  return unknownMembers("classic", config, CLASSIC_MEMBERS) ?? Layer.mergeAll(
     Aimd.layer(config.aimd ?? {}, o),
     Throttle.layer(config.throttle ?? {}, o),
     SharedPressure.layer(config.shared ?? {}, o),
@@ -295,7 +347,6 @@ const membersOf: Readonly<Record<string, ReadonlyArray<() => Result.Result<Polic
   default: [
     boundsOf(DeliveryRate.policy, defaultsBase.deliveryRate),
     boundsOf(Throttle.policy, defaultsBase.throttle),
-    boundsOf(SharedPressure.policy, {}),
     boundsOf(AdaptiveBatch.policy, {})
   ],
   classic: [boundsOf(Aimd.policy, {}), boundsOf(Throttle.policy, {}), boundsOf(SharedPressure.policy, {}), boundsOf(AdaptiveBatch.policy, {})],
@@ -354,8 +405,7 @@ export const floorsResult = (spec: string): Result.Result<CompositionFloors, Unk
 /**
  * Parses a composition string — `fixed:N`, `aimd`, `deliveryrate`, `throttle`, `shared`,
  * `batch`, `gradient2`, `vegas` joined with `+`, or `default` ({@link defaults}:
- * `deliveryrate+throttle+shared+batch` with {@link defaultsBase} on the first
- * two) or `classic` (`aimd+throttle+shared+batch`) — into the policies' layer,
+ * `deliveryrate+throttle+batch` with {@link defaultsBase} on the first two) or `classic` (`aimd+throttle+shared+batch`) — into the policies' layer,
  * each other name with its policy's default config.
  *
  * **Details**

@@ -35,7 +35,37 @@ describe("Composition", () => {
       expect(values.concurrency).toBe(4)
     }))
 
-  it.effect("default builds delivery rate + throttle + shared + batch (classic: AIMD in its place)", () =>
+  it.effect("default has no read gate: bytes held past the high-water mark leave reading open (classic's SharedPressure pauses it)", () =>
+    Effect.gen(function*() {
+      const gateAfterFill = <E>(policies: Layer.Layer<never, E, SignalBus.SignalBus | Knob.Knobs>) =>
+        Effect.gen(function*() {
+          const knobs = yield* Knob.Knobs
+          const bus = yield* SignalBus.SignalBus
+          yield* Layer.build(policies)
+          yield* Effect.yieldNow
+          // 95 % of the budget held, nothing open: SharedPressure's pause (high water 0.8).
+          for (let at = 0; at < 5; at++) {
+            yield* bus.publish({ _tag: "Inflight", at, batches: 4, bytes: 950, openBytes: 0, budgetBytes: 1000, medianUpload: undefined })
+            yield* Effect.yieldNow
+          }
+          for (let i = 0; i < 10; i++) yield* Effect.yieldNow
+          return knobs.current().readGate
+        }).pipe(Effect.scoped, Effect.provide(Layer.merge(SignalBus.layer, Knob.layer(base))))
+      expect(yield* gateAfterFill(Composition.classic())).toBe("paused")
+      expect(yield* gateAfterFill(Composition.defaults())).toBe("open")
+    }))
+
+  it.effect("a config for a member the composition has not (untyped data) fails its layer with a ConfigError naming it", () =>
+    Effect.gen(function*() {
+      const data: Composition.DefaultsConfig = JSON.parse(`{ "deliveryRate": { "ceiling": 64 }, "shared": { "highWater": 0.8 } }`)
+      const exit = yield* Effect.exit(knobsAfter(Composition.defaults(data)))
+      expect(Exit.isFailure(exit) && String(exit.cause)).toContain(`default: no member "shared" (its members: deliveryRate, throttle, batch)`)
+      const classic: Composition.ClassicConfig = JSON.parse(`{ "deliveryRate": { "ceiling": 64 } }`)
+      const refused = yield* Effect.exit(knobsAfter(Composition.classic(classic)))
+      expect(Exit.isFailure(refused) && String(refused.cause)).toContain(`classic: no member "deliveryRate" (its members: aimd, throttle, shared, batch)`)
+    }))
+
+  it.effect("default builds delivery rate + throttle + batch (classic: AIMD in its place, and SharedPressure)", () =>
     Effect.gen(function*() {
       const values = yield* knobsAfter(Composition.parse("default"))
       expect(values.concurrency).toBe(8)
