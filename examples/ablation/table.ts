@@ -60,13 +60,22 @@ const signed = (x: number | null) => (x === null ? "—" : `${x >= 0 ? "+" : ""}
 const figure = (r: Run): number => r.worstPhaseGoodput ?? r.goodputRatio
 const reference = new Map(matrix.filter((r) => r.variant === "default").map((r) => [r.scenario, figure(r)]))
 const base = Family.distribution("default", family.filter((r) => r.variant === "default"))
-const requestsOf = (runs: ReadonlyArray<Run>): number => runs.reduce((sum, r) => sum + (r.requests ?? 0), 0)
-const baseRequests = requestsOf(family.filter((r) => r.variant === "default"))
-/** The variant's requests on the family over the default's, as a signed share ("—" without figures). */
+const baseRequests = new Map(family.filter((r) => r.variant === "default").map((r) => [r.scenario, r.requests ?? 0]))
+/**
+ * The variant's requests on the family over the default's, as a signed share,
+ * summed over the scenarios both ran ("—" without figures).
+ */
 const requestsShare = (runs: ReadonlyArray<Run>): string => {
-  const n = requestsOf(runs)
-  if (baseRequests === 0 || n === 0) return "—"
-  const share = n / baseRequests - 1
+  let mine = 0
+  let theirs = 0
+  for (const r of runs) {
+    const base = baseRequests.get(r.scenario)
+    if (base === undefined || r.requests === undefined) continue
+    mine += r.requests
+    theirs += base
+  }
+  if (theirs === 0 || mine === 0) return "—"
+  const share = mine / theirs - 1
   return `${share >= 0 ? "+" : ""}${(100 * share).toFixed(1)} %`
 }
 
