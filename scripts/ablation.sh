@@ -8,7 +8,7 @@
 # packages/testkit/scenarios). Writes OUT_DIR (default reports/ablation): the family's scenario
 # files, one JSON line per run, and OUT_DIR/table.md (examples/ablation/table.ts). Two jobs, one
 # per core, each a share of the variants; each bounded by SLUICE_ABLATION_TIMEOUT seconds (default
-# 5400). 200 scenarios × 10 variants take about 20 minutes on two cores.
+# 7200: twice the longer job of the run below). 200 scenarios × 9 variants took 62 minutes on two cores (2026-12-07).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One optional operand, the output folder; --help prints the comment above. A flag is not a folder.
@@ -20,7 +20,7 @@ if (( $# > 1 )); then echo "ablation: one output folder at most, got $# argument
 out=${1:-reports/ablation}
 count=${SLUICE_ABLATION_COUNT:-200}
 seed=${SLUICE_ABLATION_SEED:-3}
-timeout=${SLUICE_ABLATION_TIMEOUT:-5400}
+timeout=${SLUICE_ABLATION_TIMEOUT:-7200}
 variants=${SLUICE_ABLATION_VARIANTS:-default,no-probes,no-pending,own-defaults,no-throttle,no-batch,throttle-no-restore,batch-no-restore,with-shared}
 . scripts/lib/run-source.sh
 mkdir -p "$out"
