@@ -58,8 +58,8 @@ const PLACEHOLDER_GROUP = "settings-check"
 const S3_FIXED = ["bucket", "endpoint", "region", "credentials", "forcePathStyle", "checksumAlgorithm"]
 /** A bucket name that passes `S3Config`'s check, to decode the file's `s3` part before the real bucket is known. */
 const PLACEHOLDER_BUCKET = "settings-check"
-/** The default composition's members (`Composition.DefaultsConfig`): no read gate. */
-const POLICY_KEYS = ["deliveryRate", "throttle", "batch"]
+/** The default composition's members: `Composition.DefaultsConfig`'s keys, each once (`tsc` fails when the two part). */
+const POLICY_KEYS = Object.keys({ deliveryRate: true, throttle: true, batch: true } satisfies Record<keyof Composition.DefaultsConfig, true>)
 
 const record = (component: string, value: unknown, keys: ReadonlyArray<string>): Effect.Effect<Record<string, unknown>, Config.ConfigError> => {
   if (value === undefined) return Effect.succeed({})

@@ -75,10 +75,10 @@ export interface ClassicConfig {
   readonly batch?: Config.Input<typeof AdaptiveBatch.AdaptiveBatchConfig> | undefined
 }
 
-/** The members {@link DefaultsConfig} may configure. */
-const DEFAULTS_MEMBERS: ReadonlyArray<string> = ["deliveryRate", "throttle", "batch"]
-/** The members {@link ClassicConfig} may configure. */
-const CLASSIC_MEMBERS: ReadonlyArray<string> = ["aimd", "throttle", "shared", "batch"]
+/** The members {@link DefaultsConfig} may configure: its keys, each once (`tsc` fails when the two part). */
+const DEFAULTS_MEMBERS: ReadonlyArray<string> = Object.keys({ deliveryRate: true, throttle: true, batch: true } satisfies Record<keyof DefaultsConfig, true>)
+/** The members {@link ClassicConfig} may configure: its keys, each once. */
+const CLASSIC_MEMBERS: ReadonlyArray<string> = Object.keys({ aimd: true, throttle: true, shared: true, batch: true } satisfies Record<keyof ClassicConfig, true>)
 
 /**
  * A key naming no member of the composition (untyped data: JSON): a layer that
@@ -405,8 +405,9 @@ export const floorsResult = (spec: string): Result.Result<CompositionFloors, Unk
 /**
  * Parses a composition string — `fixed:N`, `aimd`, `deliveryrate`, `throttle`, `shared`,
  * `batch`, `gradient2`, `vegas` joined with `+`, or `default` ({@link defaults}:
- * `deliveryrate+throttle+batch` with {@link defaultsBase} on the first two) or `classic` (`aimd+throttle+shared+batch`) — into the policies' layer,
- * each other name with its policy's default config.
+ * `deliveryrate+throttle+batch` with {@link defaultsBase} on the first two) or
+ * `classic` (`aimd+throttle+shared+batch`) — into the policies' layer, each
+ * other name with its policy's default config.
  *
  * **Details**
  *
