@@ -70,10 +70,11 @@ cmd_install() {
   tmp="$(mktemp -d "$KAFKA_HOME/libs.tmp.XXXXXX")"
   start=$SECONDS
   log "installing Kafka $KAFKA_VERSION into $LIBS (mvn dependency:copy-dependencies) ..."
-  if ! mvn -B -q -f "$POM" dependency:copy-dependencies -DoutputDirectory="$tmp" >"$tmp.mvn.log" 2>&1; then
+  # Bounded: a stalled Maven Central fails the install, named, instead of holding CI.
+  if ! timeout --kill-after=30 900 mvn -B -q -f "$POM" dependency:copy-dependencies -DoutputDirectory="$tmp" >"$tmp.mvn.log" 2>&1; then
     cat "$tmp.mvn.log" >&2
     rm -rf "$tmp" "$tmp.mvn.log"
-    die "mvn could not gather the Kafka classpath"
+    die "mvn could not gather the Kafka classpath (or passed its 900 s bound)"
   fi
   rm -f "$tmp.mvn.log"
   rm -rf "$LIBS"

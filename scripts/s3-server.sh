@@ -65,9 +65,11 @@ cmd_install() {
   mkdir -p "$BIN_DIR"
   log "building versitygw $VERSITYGW_VERSION into $BIN_DIR (first build takes ~2 min on 2 cores)..."
   local start=$SECONDS
+  # Bounded: a stalled module proxy fails the install, named, instead of holding CI.
+  # 15 min is ~7x the measured cold build.
   GOBIN="$BIN_DIR" GOFLAGS="${GOFLAGS:-} -trimpath" \
-    go install "$VERSITYGW_MODULE/cmd/versitygw@$VERSITYGW_VERSION" \
-    || die "go install $VERSITYGW_MODULE/cmd/versitygw@$VERSITYGW_VERSION failed"
+    timeout --kill-after=30 900 go install "$VERSITYGW_MODULE/cmd/versitygw@$VERSITYGW_VERSION" \
+    || die "go install $VERSITYGW_MODULE/cmd/versitygw@$VERSITYGW_VERSION failed or passed its 900 s bound"
   [[ "$(installed_version)" == "$VERSITYGW_VERSION" ]] || die "installed binary does not report $VERSITYGW_VERSION"
   log "installed versitygw $VERSITYGW_VERSION in $((SECONDS - start))s"
 }

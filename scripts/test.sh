@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
 # The whole test suite: build, start the real services, run every test, stop the
 # services. A test that needs a service it cannot reach fails; none is skipped.
+#
+# Each phase is stamped on stderr with the seconds since the start and bounded, so
+# a stall fails naming its phase (CI allows 90 min in all; the suite takes ~30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/services.sh up
-trap 'bash scripts/services.sh down' EXIT
+# The phases' bounds, each several times its measured length here (warm caches):
+SERVICES_UP_SECONDS=2400 # 10 s warm; the first, cold install builds two Go servers and fetches Kafka (~6 min)
+BUILD_SECONDS=900        # ~20 s
+VITEST_SECONDS=4200      # ~30 min on 2 cores with another process busy
+start=$(date +%s)
+stamp() { echo "test.sh: [+$(( $(date +%s) - start ))s] $*" >&2; }
+stamp "services up (bound ${SERVICES_UP_SECONDS}s)"
+trap 'stamp "services down"; bash scripts/services.sh down' EXIT
+timeout --kill-after=30 "$SERVICES_UP_SECONDS" bash scripts/services.sh up \
+  || { status=$?; stamp "services up failed (exit $status; 124 = over its bound)"; exit "$status"; }
 set -a
 for f in .services/*.env; do [ -f "$f" ] && . "$f"; done
 set +a
-npx turbo run build typecheck --output-logs=errors-only
+stamp "build + typecheck (bound ${BUILD_SECONDS}s)"
+timeout --kill-after=30 "$BUILD_SECONDS" npx turbo run build typecheck --output-logs=errors-only \
+  || { status=$?; stamp "build + typecheck failed (exit $status; 124 = over its bound)"; exit "$status"; }
 results=.services/vitest-results.json
 status=0
 rm -f "$results"
-npx vitest run --reporter=default --reporter=json --outputFile.json="$results" "$@" || status=$?
+stamp "vitest (bound ${VITEST_SECONDS}s)"
+timeout --kill-after=60 "$VITEST_SECONDS" npx vitest run --reporter=default --reporter=json --outputFile.json="$results" "$@" || status=$?
+stamp "vitest ended (exit $status; 124 = over its bound)"
 # One plain closing line for CI ("N passed, N failed"), from vitest's JSON report.
 # A skipped or todo test fails the run (a test that needs a service must fail
 # without it, never skip), naming every such test. It reports the skips of a

@@ -54,8 +54,9 @@ cmd_install() {
   local tmp start=$SECONDS
   tmp="$(mktemp -d)"
   log "building toxiproxy $VERSION (~75 s the first time) ..."
-  GOBIN="$tmp" GOFLAGS="${GOFLAGS:-} -trimpath" go install "$MODULE/cmd/server@$VERSION" \
-    || { rm -rf "$tmp"; die "go install $MODULE/cmd/server@$VERSION failed"; }
+  # Bounded (~8x the measured cold build): a stalled module proxy fails, named.
+  GOBIN="$tmp" GOFLAGS="${GOFLAGS:-} -trimpath" timeout --kill-after=30 600 go install "$MODULE/cmd/server@$VERSION" \
+    || { rm -rf "$tmp"; die "go install $MODULE/cmd/server@$VERSION failed or passed its 600 s bound"; }
   mv "$tmp/server" "$BIN"
   rm -rf "$tmp"
   [[ "$(installed_version)" == "$VERSION" ]] || die "installed binary does not report $VERSION"

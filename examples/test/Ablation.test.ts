@@ -37,7 +37,7 @@ describe("ablation harness", () => {
       // A rule the default removed, added back: its verdict says what adding it back would buy.
       expect(md).toMatch(/^\| with-shared \| nothing: adds back the SharedPressure member.*\| (removed: adding it back buys nothing|\*\*removed, but adding it back buys something\*\*) \|$/m)
       // An unknown variant is refused, naming it.
-      const bad = spawnSync(node, ["--conditions=@sluice/source", "examples/ablation/main.ts", scenarios, "--variants", "no-such", "--out", join(dir, "x.jsonl")], { cwd: root, encoding: "utf8" })
+      const bad = spawnSync(node, ["--conditions=@sluice/source", "examples/ablation/main.ts", scenarios, "--variants", "no-such", "--out", join(dir, "x.jsonl")], { cwd: root, encoding: "utf8", timeout: 60_000 })
       expect(bad.status).toBe(2)
       expect(bad.stderr).toContain("unknown variant(s) no-such")
     } finally {
