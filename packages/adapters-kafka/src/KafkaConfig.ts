@@ -134,7 +134,7 @@ export const Sasl = Schema.Struct({
  * | `isolation` | `"read_uncommitted"` | or `"read_committed"` (skip aborted transactions) |
  * | `retentionGap` | `"fail"` | or `"record-and-continue"` |
  * | `until` | `"forever"` | or `"caught-up"`: end the stream at the high watermark seen at assignment |
- * | `recordFormat` | `"envelope"` | what each archived payload holds: the whole record as a `RecordEnvelope` (timestamp, key, headers, value), or `"value"` (the value alone, zero-copy; keys, headers and timestamps are dropped) |
+ * | `recordFormat` | `"envelope"` | what each archived payload holds: the whole record as a `RecordEnvelope` (timestamp, key, headers, value), or `"value"` (the value alone; keys, headers and timestamps are dropped) |
  * | `lagRefresh` | 1 second | max age of the high watermark behind `lag` |
  * | `statsHistory` | 64 | recent events kept by `stats.recent()` (counters are kept regardless) |
  * | `connectTimeout` | 10 seconds | |

@@ -116,7 +116,9 @@ export interface KafkaSource extends Source.Source {
  *   the group then; in assign mode it reads the configured partitions.
  * - Each record becomes one payload: with `recordFormat: "envelope"` (the
  *   default) a `RecordEnvelope` holding its timestamp, key, headers and value;
- *   with `"value"` its value alone (zero-copy; a null value is empty).
+ *   with `"value"` its value alone (a null value is empty). A chunk's payloads
+ *   are framed in one buffer (`Record.RecordChunk.framed`; read them with
+ *   `Record.payloadsOf`).
  * - Start position: `startOffsets` (assign mode), else the group's committed
  *   offset, else the log start. Before fetching, at start, after every resume
  *   and on OFFSET_OUT_OF_RANGE, the position is compared with the log start:

@@ -4,10 +4,14 @@
  */
 import { createRecordsBatch, Reader, readRecordsBatches } from "@platformatic/kafka"
 import type { MessageRecord, RecordsBatch } from "@platformatic/kafka"
+import { Record } from "@sluice/core"
 import { describe, expect, it } from "vitest"
 import { decodePartition } from "../src/internal/decode.ts"
 import * as RecordEnvelope from "../src/RecordEnvelope.ts"
 import { batchBytes, recordBytes, wire } from "./wire.ts"
+
+/** A decoded chunk's payloads (the decoder frames them in one buffer). */
+const payloadsOf = (chunk: Record.RecordChunk | undefined) => (chunk === undefined ? undefined : Record.payloadsOf(chunk))
 
 const batch = (firstOffset: number, deltas: ReadonlyArray<number>, lastOffsetDelta: number, attributes = 0): RecordsBatch => ({
   firstOffset: BigInt(firstOffset),
@@ -38,7 +42,7 @@ describe("decodePartition", () => {
     const { chunk, next } = decodePartition("s", 3, 12, wire([batch(10, [0, 1, 2, 3, 4], 4), batch(15, [0, 1], 1)]), 7, "value")
     expect(next).toBe(17)
     expect(chunk).toMatchObject({ source: "s", partition: 3, firstOffset: 12, count: 5, bytes: 15, offsets: undefined, producedAt: 7 })
-    expect(chunk?.payloads?.map((p) => Buffer.from(p).toString())).toEqual(["r12", "r13", "r14", "r15", "r16"])
+    expect(payloadsOf(chunk)?.map((p) => Buffer.from(p).toString())).toEqual(["r12", "r13", "r14", "r15", "r16"])
   })
 
   it("skips control batches but moves past them, and lists offsets around holes", () => {
@@ -53,7 +57,7 @@ describe("decodePartition", () => {
     expect(decodePartition("s", 0, 5, wire([batch(5, [0], 0, 0x20)]), 0, "envelope")).toEqual({ chunk: undefined, next: 6 })
   })
 
-  it("value format: payloads are views into the response, a null value is empty", () => {
+  it("value format: the values are copied, framed, into one buffer of the chunk (the response is not held); a null value is empty", () => {
     const b = batch(0, [0, 1], 1)
     const first = b.records[0]
     const second = b.records[1]
@@ -61,11 +65,15 @@ describe("decodePartition", () => {
     second.value = null
     const response = wire([b])
     const { chunk } = decodePartition("s", 0, 0, response, 0, "value")
-    const payload = chunk?.payloads?.[0]
-    expect(payload?.buffer).toBe(response.buffer)
+    const payload = payloadsOf(chunk)?.[0]
+    expect(chunk?.payloads).toBeUndefined()
+    expect(payload?.buffer).toBe(chunk?.framed?.buffer)
+    expect(payload?.buffer).not.toBe(response.buffer)
     expect(Buffer.from(payload ?? []).toString()).toBe("r0")
-    expect(chunk?.payloads?.[1]?.byteLength).toBe(0)
+    expect(payloadsOf(chunk)?.[1]?.byteLength).toBe(0)
     expect(chunk?.bytes).toBe(2)
+    // Each value after its big-endian length, as a batch body frames it.
+    expect([...(chunk?.framed ?? [])]).toEqual([0, 0, 0, 2, 0x72, 0x30, 0, 0, 0, 0]) // "r0", then the empty value
   })
 
   it("leaves out a partial batch at the end of the response (the broker cuts at its size limit)", () => {
@@ -121,7 +129,7 @@ describe("decodePartition with recordFormat \"envelope\"", () => {
     const { chunk, next } = decodePartition("s", 1, 11, wire([keyed(10, 4), keyed(14, 2)]), 3, "envelope")
     expect(next).toBe(16)
     expect(chunk).toMatchObject({ source: "s", partition: 1, firstOffset: 11, count: 5, offsets: undefined, producedAt: 3 })
-    const records = (chunk?.payloads ?? []).map(RecordEnvelope.decode)
+    const records = (payloadsOf(chunk) ?? []).map(RecordEnvelope.decode)
     expect(records.map((r) => r.timestamp)).toEqual([1_700_000_000_010, 1_700_000_000_020, 1_700_000_000_030, 1_700_000_000_000, 1_700_000_000_010])
     expect(records.map((r) => str(r.key))).toEqual([null, "k12", "k13", "k14", null])
     expect(records.map((r) => str(r.value))).toEqual(["r11", null, "r13", "r14", "r15"])
@@ -133,28 +141,29 @@ describe("decodePartition with recordFormat \"envelope\"", () => {
       [["h", [0, 255, 1]], ["n", null]]
     ])
     // Chunk bytes are the envelopes' bytes.
-    expect(chunk?.bytes).toBe((chunk?.payloads ?? []).reduce((a, p) => a + p.byteLength, 0))
+    expect(chunk?.bytes).toBe((payloadsOf(chunk) ?? []).reduce((a, p) => a + p.byteLength, 0))
   })
 
-  it("writes all envelopes of a chunk into one buffer, one view per record", () => {
+  it("writes all envelopes of a chunk into one buffer, framed: no object per record", () => {
     const { chunk } = decodePartition("s", 0, 0, wire([keyed(0, 3), keyed(3, 3)]), 0, "envelope")
-    const payloads = chunk?.payloads ?? []
+    expect(chunk?.payloads).toBeUndefined()
+    expect(chunk?.framed?.byteLength).toBe((chunk?.bytes ?? 0) + Record.FRAME_HEADER_BYTES * 6)
+    const payloads = payloadsOf(chunk) ?? []
     expect(payloads.length).toBe(6)
-    const buffer = payloads[0]?.buffer
-    expect(payloads.every((p) => p.buffer === buffer)).toBe(true)
-    expect(buffer?.byteLength).toBe(chunk?.bytes)
+    expect(payloads.every((p) => p.buffer === chunk?.framed?.buffer)).toBe(true)
+    expect(chunk?.framed?.buffer.byteLength).toBe(chunk?.framed?.byteLength)
   })
 
   it("uses the batch's max timestamp for every record of a LogAppendTime batch", () => {
     const { chunk } = decodePartition("s", 0, 0, wire([keyed(0, 3, 0x08)]), 0, "envelope")
-    expect((chunk?.payloads ?? []).map((p) => RecordEnvelope.decode(p).timestamp)).toEqual([1_700_000_009_999, 1_700_000_009_999, 1_700_000_009_999])
+    expect((payloadsOf(chunk) ?? []).map((p) => RecordEnvelope.decode(p).timestamp)).toEqual([1_700_000_009_999, 1_700_000_009_999, 1_700_000_009_999])
   })
 
   it("skips control batches and records before the fetch offset, and lists offsets around holes", () => {
     const { chunk, next } = decodePartition("s", 0, 1, wire([batch(0, [0, 1], 1), batch(2, [0], 0, 0x20), batch(3, [0, 2], 2)]), 0, "envelope")
     expect(next).toBe(6)
     expect(chunk?.offsets).toEqual([1, 3, 5])
-    expect((chunk?.payloads ?? []).map((p) => str(RecordEnvelope.decode(p).value))).toEqual(["r1", "r3", "r5"])
+    expect((payloadsOf(chunk) ?? []).map((p) => str(RecordEnvelope.decode(p).value))).toEqual(["r1", "r3", "r5"])
   })
 })
 
@@ -186,7 +195,7 @@ describe("decodePartition against the client's own batch writer and reader", () 
       const { chunk, next } = decodePartition("s", 0, 5, response, 0, "envelope")
       expect(next).toBe(50)
       expect(chunk?.firstOffset).toBe(5)
-      const got = (chunk?.payloads ?? []).map((p) => {
+      const got = (payloadsOf(chunk) ?? []).map((p) => {
         const e = RecordEnvelope.decode(p)
         return {
           timestamp: e.timestamp,
@@ -196,7 +205,7 @@ describe("decodePartition against the client's own batch writer and reader", () 
         }
       })
       expect(got).toEqual(expected.slice(5))
-      const values = decodePartition("s", 0, 0, response, 0, "value").chunk?.payloads ?? []
+      const values = payloadsOf(decodePartition("s", 0, 0, response, 0, "value").chunk) ?? []
       expect(values.map((v) => [...v])).toEqual(expected.map((r) => r.value ?? []))
     })
   }
@@ -225,7 +234,7 @@ describe("decodePartition with aborted transactions (read_committed)", () => {
     const { chunk, next } = decodePartition("s", 0, 0, response, 0, "value", aborted)
     expect(next).toBe(8)
     expect(chunk?.offsets).toEqual([2, 5, 6, 7])
-    expect((chunk?.payloads ?? []).map((p) => Buffer.from(p).toString())).toEqual(["r2", "r5", "r6", "r7"])
+    expect((payloadsOf(chunk) ?? []).map((p) => Buffer.from(p).toString())).toEqual(["r2", "r5", "r6", "r7"])
     // Without the aborted list (read_uncommitted) every data record is kept.
     expect(decodePartition("s", 0, 0, response, 0, "value").chunk?.count).toBe(6)
   })

@@ -4,6 +4,7 @@
  * and compressed batches (gzip, zstd), through `KafkaSource.events`.
  */
 import { Producer } from "@platformatic/kafka"
+import { Record } from "@sluice/core"
 import { Effect, Stream } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import * as KafkaSource from "../src/KafkaSource.ts"
@@ -29,7 +30,7 @@ const readAll = (topic: string, isolation: "read_committed" | "read_uncommitted"
     yield* Stream.runForEach(source.events, (event) =>
       Effect.sync(() => {
         if (event._tag !== "RecordChunk") return
-        event.payloads?.forEach((p, i) => out.push([event.offsets?.[i] ?? event.firstOffset + i, text.decode(p)]))
+        Record.payloadsOf(event)?.forEach((p, i) => out.push([event.offsets?.[i] ?? event.firstOffset + i, text.decode(p)]))
       }))
     return out
   })))

@@ -11,6 +11,7 @@
 import { Effect, Schema } from "effect"
 import * as Compression from "./Compression.ts"
 import * as Bodies from "./internal/bodies.ts"
+import { FRAME_HEADER_BYTES } from "./internal/frames.ts"
 import * as ObjectKey from "./ObjectKey.ts"
 import type { RecordChunk } from "./Record.ts"
 import { chunkOf } from "./Record.ts"
@@ -252,7 +253,7 @@ export type Manifest = typeof Manifest.Type
  *
  * @since 0.1.0
  */
-export const bodyBytes = (batch: SealedBatch): number => batch.bytes + 4 * batch.records
+export const bodyBytes = (batch: SealedBatch): number => batch.bytes + FRAME_HEADER_BYTES * batch.records
 
 /**
  * The codec `batch` is stored with (`"none"` when it carries none).
@@ -440,21 +441,25 @@ const encode = (batch: SealedBatch): Uint8Array => {
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
   let at = 0
   for (const chunk of batch.chunks) {
-    if (chunk.payloads !== undefined) {
+    if (chunk.framed !== undefined) {
+      // Already framed as the body frames records: one copy for the chunk.
+      out.set(chunk.framed, at)
+      at += chunk.framed.byteLength
+    } else if (chunk.payloads !== undefined) {
       for (const p of chunk.payloads) {
         view.setUint32(at, p.byteLength)
-        out.set(p, at + 4)
-        at += 4 + p.byteLength
+        out.set(p, at + FRAME_HEADER_BYTES)
+        at += FRAME_HEADER_BYTES + p.byteLength
       }
     } else {
-      out.fill(0, at, at + chunk.bytes + 4 * chunk.count) // zero payloads (a pooled buffer holds old bytes)
+      out.fill(0, at, at + chunk.bytes + FRAME_HEADER_BYTES * chunk.count) // zero payloads (a pooled buffer holds old bytes)
       const base = Math.floor(chunk.bytes / chunk.count)
       let extra = chunk.bytes - base * chunk.count
       for (let i = 0; i < chunk.count; i++) {
         const size = base + (extra > 0 ? 1 : 0)
         if (extra > 0) extra--
         view.setUint32(at, size)
-        at += 4 + size
+        at += FRAME_HEADER_BYTES + size
       }
     }
   }
@@ -475,10 +480,10 @@ export const decodeBody = (body: Uint8Array): ReadonlyArray<Uint8Array> => {
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength)
   const out: Array<Uint8Array> = []
   let at = 0
-  while (at + 4 <= body.byteLength) {
+  while (at + FRAME_HEADER_BYTES <= body.byteLength) {
     const size = view.getUint32(at)
-    out.push(body.subarray(at + 4, at + 4 + size))
-    at += 4 + size
+    out.push(body.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + size))
+    at += FRAME_HEADER_BYTES + size
   }
   return out
 }

@@ -11,6 +11,7 @@ import type { BatchTarget, GapRecord, SealedBatch, SealReason } from "./Batch.ts
 import type * as Compression from "./Compression.ts"
 import * as ObjectKey from "./ObjectKey.ts"
 import type { RecordChunk } from "./Record.ts"
+import { framedPrefix } from "./internal/frames.ts"
 import { lastOffset, splitAt } from "./Record.ts"
 
 interface OpenBatch {
@@ -342,6 +343,7 @@ const keyOf = (source: string, partition: number): string => `${source}\u0000${p
 const recordsFitting = (chunk: RecordChunk, roomBytes: number): number => {
   if (roomBytes <= 0) return 0
   if (chunk.bytes <= roomBytes) return chunk.count
+  if (chunk.framed !== undefined) return framedPrefix(chunk.framed, chunk.count, roomBytes).records
   if (chunk.payloads === undefined) {
     return Math.floor((roomBytes * chunk.count) / chunk.bytes)
   }

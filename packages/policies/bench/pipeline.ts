@@ -16,7 +16,9 @@
  * a pool of promises for the loop). The store is in memory with zero latency
  * on both sides: an Effect `Sink` for Sluice, `async` functions for the loop.
  * Records (150 B, 8 partitions, chunks of 1 000) are built once up front and
- * shared, so generation is not measured (see `--distinct`).
+ * shared, so generation is not measured (see `--distinct`); each chunk's
+ * records framed in one buffer as the Kafka source hands them out
+ * (`Record.RecordChunk.framed`), or with `--input views` one view per record.
  *
  * ```sh
  * npm run bench:pipeline [-- --records 2000000 --distinct 250000 --rounds 5 --json]
@@ -66,6 +68,10 @@ const command = CommandLine.script("bench:pipeline", {
     Flag.withDefault(5),
     Flag.withDescription("rounds, each running every side, the first side rotating; at least 3 (default 5)")
   ),
+  input: Flag.Literals("input", ["framed", "views"]).pipe(
+    Flag.withDefault("framed" as const),
+    Flag.withDescription("the chunks' records: framed in one buffer per chunk, as the Kafka source hands them out (default), or one view per record into a slab")
+  ),
   only: Flag.Literals("only", ["sluice", "plain", "plain-pooled"]).pipe(
     Flag.optional,
     Flag.map(Option.getOrUndefined),
@@ -88,7 +94,7 @@ const readLine = (argv: ReadonlyArray<string>) => {
 
 const options = CommandLine.settle(readLine(process.argv.slice(2)), command.help)
 if (options === undefined) process.exit()
-const { json, only } = options
+const { input, json, only } = options
 const totalRecords = options.records
 const distinctRecords = options.distinct
 const rounds = Math.max(3, options.rounds)
@@ -110,8 +116,9 @@ const adaptive = Effect.runSync(Config.decode("batch", AdaptiveBatch.AdaptiveBat
 const target = { records: adaptive.records, bytes: adaptive.initialBytes }
 
 /**
- * The input: payloads are views into one slab per chunk, as a Kafka fetch hands
- * them out. Only `--distinct` records (250 000 by default) are built; the
+ * The input: each chunk's records framed in one buffer, as the Kafka source
+ * hands them out (`--input views`: views into one slab per chunk). Only
+ * `--distinct` records (250 000 by default) are built; the
  * stream repeats them at later offsets. Holding every record (2 M views) would
  * make each major GC of either side mark the whole input — a cost a consumer,
  * whose live records stay within its budget, does not have — and the peak RSS
@@ -138,12 +145,24 @@ const chunks: Array<Record.RecordChunk> = []
     built.set(key, payloads)
     return payloads
   }
+  // Framed: one buffer per distinct chunk, shared by the chunks that repeat it.
+  const framedOf = new Map<string, Uint8Array>()
   for (let from = 0; from < perPartition; from += chunkRecords) {
     for (let p = 0; p < partitions; p++) {
       const n = Math.min(chunkRecords, perPartition - from)
-      chunks.push(Record.chunkOf("bench", p, from, payloadsOf(p, from % distinctPerPartition, n)))
+      const views = Record.chunkOf("bench", p, from, payloadsOf(p, from % distinctPerPartition, n))
+      if (input === "views") {
+        chunks.push(views)
+        continue
+      }
+      const key = `${p}/${from % distinctPerPartition}/${n}`
+      const framed = framedOf.get(key) ?? Record.frame(views).framed
+      if (framed === undefined) throw new Error("a chunk with payloads frames")
+      framedOf.set(key, framed)
+      chunks.push({ ...views, payloads: undefined, framed })
     }
   }
+  built.clear()
 }
 const records = chunks.reduce((n, c) => n + c.count, 0)
 const inputRssBytes = process.memoryUsage.rss()

@@ -6,6 +6,7 @@
  *
  * @internal
  */
+import { Record } from "@sluice/core"
 
 /** 2³²: 64-bit integers (timestamps, offsets) are written and read as two 32-bit halves, as numbers (DataView's 64-bit accessors take BigInt). */
 export const TWO_32 = 4294967296
@@ -15,3 +16,6 @@ export const ENVELOPE_FIXED_BYTES = 1 + 8 + 4 + 4 + 4
 
 /** An envelope header's fixed bytes: key length, value length (4 each). */
 export const ENVELOPE_HEADER_BYTES = 4 + 4
+
+/** Bytes of the length before each payload of a framed chunk: the core's, read here so it is defined once. */
+export const FRAME_HEADER_BYTES = Record.FRAME_HEADER_BYTES

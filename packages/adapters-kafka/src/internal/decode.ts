@@ -1,15 +1,17 @@
 /**
  * Turns the record batches of one partition in a fetch response (its bytes,
- * read in place by `RecordBatch.ts`) into one core chunk. `"value"`: payloads
- * are zero-copy views into the response. `"envelope"`: payloads are record
- * envelopes (`RecordEnvelope.ts`'s layout), all written into one buffer per
- * chunk (sized first), one view per record.
+ * read in place by `RecordBatch.ts`) into one framed core chunk
+ * (`Record.RecordChunk.framed`): every payload written into one buffer per
+ * chunk (sized first), each after its length, as a batch body frames them.
+ * `"value"`: each payload is the record's value. `"envelope"`: the record's
+ * envelope (`RecordEnvelope.ts`'s layout). No object per record: the chunk
+ * holds one buffer until its batch is stored, and the response is not held.
  *
  * @internal
  */
 import type { Record } from "@sluice/core"
 import { MAGIC } from "../RecordEnvelope.ts"
-import { ENVELOPE_FIXED_BYTES, ENVELOPE_HEADER_BYTES, TWO_32 } from "./Layout.ts"
+import { ENVELOPE_FIXED_BYTES, ENVELOPE_HEADER_BYTES, FRAME_HEADER_BYTES, TWO_32 } from "./Layout.ts"
 import type { AbortedTransaction, WireBatch } from "./RecordBatch.ts"
 import { LOG_APPEND_TIME, readBatches, RecordBatchError, RecordCursor } from "./RecordBatch.ts"
 
@@ -41,9 +43,9 @@ export const decodePartition = (
   aborted?: ReadonlyArray<AbortedTransaction>
 ): Decoded => {
   const batches = readBatches(records, aborted)
-  // Envelopes: size them all first, then write them into one buffer.
+  // Size every frame first, then write them into one buffer.
   const envelopes = format === "envelope"
-  const arena = envelopes ? new Uint8Array(envelopeBytes(batches, from)) : EMPTY
+  const arena = new Uint8Array(framedBytes(batches, from, envelopes))
   const view = new DataView(arena.buffer, arena.byteOffset, arena.byteLength)
   let at = 0
   let src: Uint8Array = EMPTY
@@ -62,7 +64,7 @@ export const decodePartition = (
     put(valueStart, valueLength)
   }
   let next = from
-  const payloads: Array<Uint8Array> = []
+  let count = 0
   let offsets: Array<number> | undefined
   let firstOffset = -1
   let expected = -1
@@ -78,10 +80,11 @@ export const decodePartition = (
         read++
         const offset = batch.baseOffset + cursor.offsetDelta
         if (offset < next) continue
-        let payload: Uint8Array
+        // The frame's length, written once the payload is.
+        const frameAt = at
+        at += FRAME_HEADER_BYTES
         if (envelopes) {
           const timestamp = appendTime ? batch.maxTimestamp : batch.firstTimestamp + cursor.timestampDelta
-          const start = at
           arena[at] = MAGIC
           // int64 as two halves: no BigInt per record. floor keeps negative values right.
           const high = Math.floor(timestamp / TWO_32)
@@ -93,20 +96,23 @@ export const decodePartition = (
           at += 4
           if (cursor.headerCount > 0) cursor.forEachHeader(putHeader)
           put(cursor.valueStart, cursor.valueLength)
-          payload = arena.subarray(start, at)
-        } else {
-          payload = cursor.valueLength > 0 ? src.subarray(cursor.valueStart, cursor.valueStart + cursor.valueLength) : EMPTY
+        } else if (cursor.valueLength > 0) {
+          // A null value (a tombstone) is an empty payload.
+          arena.set(src.subarray(cursor.valueStart, cursor.valueStart + cursor.valueLength), at)
+          at += cursor.valueLength
         }
+        const payloadBytes = at - frameAt - FRAME_HEADER_BYTES
+        view.setUint32(frameAt, payloadBytes)
         if (firstOffset < 0) {
           firstOffset = offset
         } else if (offset !== expected && offsets === undefined) {
           // First hole: list every offset from here on (and those before it).
-          offsets = new Array<number>(payloads.length)
-          for (let i = 0; i < payloads.length; i++) offsets[i] = firstOffset + i
+          offsets = new Array<number>(count)
+          for (let i = 0; i < count; i++) offsets[i] = firstOffset + i
         }
         offsets?.push(offset)
-        payloads.push(payload)
-        bytes += payload.byteLength
+        count++
+        bytes += payloadBytes
         expected = offset + 1
       }
       if (read !== batch.count) {
@@ -115,25 +121,25 @@ export const decodePartition = (
     }
     next = batch.end
   }
-  if (payloads.length === 0) return { chunk: undefined, next }
+  if (count === 0) return { chunk: undefined, next }
   return {
     chunk: {
       _tag: "RecordChunk",
       source,
       partition,
       firstOffset,
-      count: payloads.length,
+      count,
       bytes,
       offsets,
-      payloads,
+      framed: at === arena.byteLength ? arena : arena.subarray(0, at),
       producedAt
     },
     next
   }
 }
 
-/** The envelope bytes of the records `decodePartition` keeps (the same skipping rules). */
-const envelopeBytes = (batches: ReadonlyArray<WireBatch>, from: number): number => {
+/** The framed bytes of the records `decodePartition` keeps (the same skipping rules): envelopes or values. */
+const framedBytes = (batches: ReadonlyArray<WireBatch>, from: number, envelopes: boolean): number => {
   let size = 0
   let next = from
   for (const batch of batches) {
@@ -142,8 +148,8 @@ const envelopeBytes = (batches: ReadonlyArray<WireBatch>, from: number): number 
       const cursor = new RecordCursor(batch.records)
       while (cursor.next()) {
         if (batch.baseOffset + cursor.offsetDelta < next) continue
-        size += ENVELOPE_FIXED_BYTES + Math.max(0, cursor.keyLength) + Math.max(0, cursor.valueLength) +
-          ENVELOPE_HEADER_BYTES * cursor.headerCount + cursor.headerBytes
+        size += FRAME_HEADER_BYTES + Math.max(0, cursor.valueLength)
+        if (envelopes) size += ENVELOPE_FIXED_BYTES + Math.max(0, cursor.keyLength) + ENVELOPE_HEADER_BYTES * cursor.headerCount + cursor.headerBytes
       }
     }
     next = batch.end

@@ -7,8 +7,10 @@
  * ({@link RECORD_OVERHEAD_BYTES}) — the heap cost of one `Uint8Array` and its
  * slot in the chunk's array — and 8 bytes per record when the chunk lists its
  * offsets. A zero-byte record (a Kafka tombstone) therefore still costs budget.
- * Size-only (simulated) chunks hold no per-record objects and cost their
- * payload bytes.
+ * A framed chunk (`RecordChunk.framed`, as the Kafka source delivers) holds one
+ * buffer and no per-record object: it costs its framed bytes, each record's
+ * payload and 4-byte length. Size-only (simulated) chunks hold no per-record
+ * objects and cost their payload bytes.
  *
  * **How it is measured** (`node --expose-gc`, Node 24.21, x64): allocate one
  * million payloads into an array, `gc()` twice before and after, divide the
@@ -18,7 +20,7 @@
  * |---|---|
  * | `new Uint8Array(0)` (tombstone) | 208 B |
  * | `TextEncoder.encode` of 150 B (payload in its own buffer) | 207 B (+150 B array buffer) |
- * | `subarray` / `Buffer.subarray` view of a shared buffer (zero-copy Kafka value) | 112 B (+ payload) |
+ * | `subarray` / `Buffer.subarray` view of a shared buffer | 112 B (+ payload) |
  *
  * The constant is the larger figure: a budget that over-counts a view by 96 B
  * is still a bound; one that under-counts a tombstone by 96 B is not.
@@ -52,7 +54,8 @@ export const RECORD_OVERHEAD_BYTES = Record.RECORD_OVERHEAD_BYTES
 
 /**
  * What a chunk costs the budget: `Record.heapBytes` — payload bytes, plus the
- * per-record overhead when it carries payloads, plus 8 bytes per listed
+ * per-record overhead when it carries payloads (4 bytes a record when it is
+ * framed), plus 8 bytes per listed
  * offset. Additive under `Record.splitAt`, so a batch costs the sum of its
  * chunks.
  *
