@@ -130,7 +130,7 @@ export const Sasl = Schema.Struct({
  * | `fetch.maxBytes` | 16 MiB | per fetch response |
  * | `fetch.partitionMaxBytes` | 1 MiB | per partition per fetch response |
  * | `prefetch` | 256 | events (chunks, gaps) read ahead of the pipeline, at most |
- * | `prefetchBytes` | 16 MiB | memory read ahead of the pipeline, counted as the pipeline's budget counts it (payload + 208 B per record): no fetch starts while this much is buffered, and a fetch asks for at most the room left (held ≤ `prefetchBytes` + what one fetch decodes to). Reserved from the pipeline's `memoryBudget` (`Source.readAheadBytes`) |
+ * | `prefetchBytes` | 16 MiB | memory read ahead of the pipeline, counted as the pipeline's budget counts it (a framed chunk: payload + 4 B per record): no fetch starts while this much is buffered, and a fetch asks for at most the room left (held ≤ `prefetchBytes` + what one fetch decodes to). Reserved from the pipeline's `memoryBudget` (`Source.readAheadBytes`) |
  * | `isolation` | `"read_uncommitted"` | or `"read_committed"` (skip aborted transactions) |
  * | `retentionGap` | `"fail"` | or `"record-and-continue"` |
  * | `until` | `"forever"` | or `"caught-up"`: end the stream at the high watermark seen at assignment |

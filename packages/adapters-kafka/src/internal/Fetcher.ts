@@ -151,9 +151,11 @@ const absorb = (ctx: Context, response: FetchResponse, requested: ReadonlyMap<nu
 
 /**
  * Memory per byte on the wire assumed before the first fetch has shown it:
- * records of ~100 B (100 B + 208 B of per-record overhead, over ~100 B on the
- * wire). A first fetch of smaller records overshoots the room by what this
- * under-estimates; larger records make it ask for less than it could.
+ * about the most a framed chunk takes, small records' (a tombstone's
+ * envelope and frame take 25 B against ~8–10 B on the wire; a 100 B value
+ * ~1.2×). A first fetch of records that expand more overshoots the room by
+ * what this under-estimates; larger records make it ask for less than it
+ * could, until the next fetch uses the ratio measured.
  */
 const INITIAL_EXPANSION = 3
 
