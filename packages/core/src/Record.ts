@@ -37,7 +37,9 @@ export interface Position {
  * - neither: a simulated source only reports sizes, which lets the testkit
  *   simulate hundreds of millions of records without allocating them.
  *
- * Read a chunk's records with {@link payloadsOf}, whichever form it has.
+ * Read a chunk's records with {@link payloadsOf}, whichever form it has. The
+ * pipeline fails a run with a `SourceError` on a framed chunk whose buffer is
+ * not `bytes` + 4 × `count` bytes, or that carries `payloads` too.
  *
  * **Example**
  *

@@ -25,3 +25,24 @@ export const framedPrefix = (framed: Uint8Array, count: number, roomBytes: numbe
   }
   return { records: i, end: at }
 }
+
+/**
+ * Why a chunk's framing cannot be right, or `undefined`: a framed chunk holds
+ * exactly its payload bytes and a length per record, and never `payloads`
+ * beside it (which would say which bytes to store?). O(1): the frames
+ * themselves are read when the chunk is split or encoded.
+ */
+export const framingProblem = (chunk: {
+  readonly count: number
+  readonly bytes: number
+  readonly payloads?: unknown
+  readonly framed?: Uint8Array | undefined
+}): string | undefined => {
+  if (chunk.framed === undefined) return undefined
+  if (chunk.payloads !== undefined) return "carries both payloads and framed records"
+  const expected = chunk.bytes + FRAME_HEADER_BYTES * chunk.count
+  if (chunk.framed.byteLength !== expected) {
+    return `framed records take ${chunk.framed.byteLength} bytes, not bytes + ${FRAME_HEADER_BYTES} × count = ${expected}`
+  }
+  return undefined
+}

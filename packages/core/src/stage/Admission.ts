@@ -42,6 +42,7 @@
  */
 import { Clock, Effect, Fiber, Latch, Pull, Stream } from "effect"
 import type { SealedBatch } from "../Batch.ts"
+import { framingProblem } from "../internal/frames.ts"
 import type { KnobValues, ReadGate } from "../Knob.ts"
 import { Attribute } from "../Metrics.ts"
 import type { Instruments } from "../Metrics.ts"
@@ -49,7 +50,8 @@ import type { RecordChunk } from "../Record.ts"
 import { splitAt } from "../Record.ts"
 import type { Sealer } from "../Sealer.ts"
 import type { Signal } from "../Signal.ts"
-import type { CaughtUp, PartitionsRevoked, RetentionGap, Source, SourceError, SourceEvent } from "../Source.ts"
+import type { CaughtUp, PartitionsRevoked, RetentionGap, Source, SourceEvent } from "../Source.ts"
+import { SourceError } from "../Source.ts"
 import * as MemoryBudget from "./MemoryBudget.ts"
 import { type PipelineStats, uploaderIdle } from "./Stats.ts"
 
@@ -224,6 +226,8 @@ const admitRun = (reader: Reader): Effect.Effect<void> =>
  */
 const admissible = (reader: Reader, event: SourceEvent | undefined): event is RecordChunk => {
   if (event === undefined || event._tag !== "RecordChunk" || reader.deps.stats.readGate === "paused") return false
+  // A malformed framed chunk goes the general way, which fails the run on it.
+  if (framingProblem(event) !== undefined) return false
   const charge = MemoryBudget.chargeOf(event)
   if (charge > reader.maxPiece && event.count > 1) return false
   reader.deps.budget.delivered(charge)
@@ -286,6 +290,15 @@ const awaitRoomToPull = (reader: Reader): Effect.Effect<void> =>
 
 const acceptChunk = (reader: Reader, chunk: RecordChunk, epoch: number) =>
   Effect.gen(function*() {
+    // A malformed framed chunk would store wrong bodies: the run fails on it, naming it.
+    const problem = framingProblem(chunk)
+    if (problem !== undefined) {
+      return yield* new SourceError({
+        source: chunk.source,
+        operation: "read",
+        message: `chunk of partition ${chunk.partition} at offset ${chunk.firstOffset}: ${problem}`
+      })
+    }
     const charge = MemoryBudget.chargeOf(chunk)
     reader.deps.budget.delivered(charge)
     reader.pending = charge
