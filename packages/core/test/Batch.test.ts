@@ -1,23 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
 import { Batch, Memory, Pipeline, Record } from "../src/index.ts"
-import type { Source } from "../src/index.ts"
+import { listSource } from "./support.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
-
-/** A source over a fixed list of events, recording commits. */
-const listSource = (events: ReadonlyArray<Source.SourceEvent>) => {
-  const committed = new Map<number, number>()
-  const source: Source.Source = {
-    name: "s",
-    events: Stream.fromIterable(events),
-    commit: (p, o) => Effect.sync(() => void committed.set(p, o)),
-    pause: Effect.void,
-    resume: Effect.void,
-    lag: Effect.succeed(new Map())
-  }
-  return { source, committed }
-}
 
 describe("Batch", () => {
   it.effect("manifests list offset runs when offsets have holes, and recordOffsets recovers them", () =>

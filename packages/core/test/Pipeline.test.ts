@@ -1,8 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema, Stream } from "effect"
+import { Effect, Exit, Layer, Schema } from "effect"
 import { Batch, Failure, Fixed, Knob, Memory, Pipeline, Policy, Record } from "../src/index.ts"
-import type { Source } from "../src/index.ts"
-import { runVirtual } from "./support.ts"
+import { listSource, runVirtual } from "./support.ts"
 
 const throttle = (stage: Failure.Stage) =>
   new Failure.SinkFailure({
@@ -119,36 +118,28 @@ describe("Pipeline", () => {
     Effect.gen(function*() {
       const payloads = Array.from({ length: 50 }, (_, i) => new TextEncoder().encode(`r${i}`))
       const chunks = [Record.frame(Record.chunkOf("t", 0, 0, payloads.slice(0, 25))), Record.frame(Record.chunkOf("t", 0, 25, payloads.slice(25)))]
-      const committed = new Map<number, number>()
-      const sourceOf = (events: ReadonlyArray<Record.RecordChunk>): Source.Source => ({
-        name: "t",
-        events: Stream.fromIterable(events),
-        commit: (p, o) => Effect.sync(() => void committed.set(p, o)),
-        pause: Effect.void,
-        resume: Effect.void,
-        lag: Effect.succeed(new Map())
-      })
       const sink = Memory.sink()
-      const ok = yield* runVirtual(Pipeline.run({ source: sourceOf(chunks), sink, config: { batch: { records: 20 } } }))
+      const first = listSource(chunks)
+      const ok = yield* runVirtual(Pipeline.run({ source: first.source, sink, config: { batch: { records: 20 } } }))
       expect(Exit.isSuccess(ok)).toBe(true)
-      expect(committed.get(0)).toBe(50)
+      expect(first.committed.get(0)).toBe(50)
       const stored = [...sink.objects.values()].flatMap(({ body }) => Batch.decodeBody(body).map((p) => new TextDecoder().decode(p)))
       expect(stored.sort()).toEqual(payloads.map((p) => new TextDecoder().decode(p)).sort())
 
       // A framed buffer one byte short of bytes + 4 × count (25 records of 3 bytes: 175), after a good chunk.
-      committed.clear()
       const [good, last] = chunks
       if (good === undefined || last === undefined) throw new Error("two chunks")
       const short = { ...last, framed: last.framed?.subarray(1) }
-      const bad = yield* runVirtual(Pipeline.run({ source: sourceOf([good, short]), sink: Memory.sink(), config: { batch: { records: 20 } } }))
+      const second = listSource([good, short])
+      const bad = yield* runVirtual(Pipeline.run({ source: second.source, sink: Memory.sink(), config: { batch: { records: 20 } } }))
       const error = Exit.isFailure(bad) ? bad.cause.reasons.find((r) => r._tag === "Fail") : undefined
       expect(error?._tag === "Fail" && error.error._tag).toBe("SourceError")
       expect(error?._tag === "Fail" && error.error._tag === "SourceError" && error.error.message).toBe(
         "chunk of partition 0 at offset 25: framed records take 174 bytes, not bytes + 4 × count = 175"
       )
-      expect(committed.get(0) ?? 0).toBeLessThanOrEqual(25)
+      expect(second.committed.get(0) ?? 0).toBeLessThanOrEqual(25)
       // Both forms at once is refused too.
-      const both = yield* runVirtual(Pipeline.run({ source: sourceOf([{ ...good, payloads: payloads.slice(0, 25) }]), sink: Memory.sink() }))
+      const both = yield* runVirtual(Pipeline.run({ source: listSource([{ ...good, payloads: payloads.slice(0, 25) }]).source, sink: Memory.sink() }))
       const bothError = Exit.isFailure(both) ? both.cause.reasons.find((r) => r._tag === "Fail") : undefined
       expect(bothError?._tag === "Fail" && bothError.error._tag === "SourceError" && bothError.error.message).toContain("carries both payloads and framed records")
     }))

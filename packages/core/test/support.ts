@@ -1,8 +1,8 @@
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import type { Exit } from "effect"
 import { TestClock } from "effect/testing"
 import { Failure } from "../src/index.ts"
-import type { Memory, Replicated } from "../src/index.ts"
+import type { Memory, Replicated, Source } from "../src/index.ts"
 
 const noSuchKey = () =>
   new Failure.SinkFailure({ failureClass: "Fatal", code: "NoSuchKey", status: undefined, stage: "object_upload", retryAfterMillis: undefined, message: "NoSuchKey" })
@@ -43,3 +43,17 @@ export const runVirtual = <A, E>(
     yield* Fiber.interrupt(fiber)
     return yield* Effect.die(new Error(`did not complete within ${max} virtual ms`))
   })
+
+/** A source over a fixed list of events, recording commits. */
+export const listSource = (events: ReadonlyArray<Source.SourceEvent>) => {
+  const committed = new Map<number, number>()
+  const source: Source.Source = {
+    name: "s",
+    events: Stream.fromIterable(events),
+    commit: (p, o) => Effect.sync(() => void committed.set(p, o)),
+    pause: Effect.void,
+    resume: Effect.void,
+    lag: Effect.succeed(new Map())
+  }
+  return { source, committed }
+}
