@@ -11,7 +11,7 @@
 import { Effect, Schema } from "effect"
 import * as Compression from "./Compression.ts"
 import * as Bodies from "./internal/bodies.ts"
-import { FRAME_HEADER_BYTES } from "./internal/frames.ts"
+import { FRAME_HEADER_BYTES, readFrames, writeFrames } from "./internal/frames.ts"
 import * as ObjectKey from "./ObjectKey.ts"
 import type { RecordChunk } from "./Record.ts"
 import { chunkOf } from "./Record.ts"
@@ -446,11 +446,7 @@ const encode = (batch: SealedBatch): Uint8Array => {
       out.set(chunk.framed, at)
       at += chunk.framed.byteLength
     } else if (chunk.payloads !== undefined) {
-      for (const p of chunk.payloads) {
-        view.setUint32(at, p.byteLength)
-        out.set(p, at + FRAME_HEADER_BYTES)
-        at += FRAME_HEADER_BYTES + p.byteLength
-      }
+      at = writeFrames(out, at, chunk.payloads)
     } else {
       out.fill(0, at, at + chunk.bytes + FRAME_HEADER_BYTES * chunk.count) // zero payloads (a pooled buffer holds old bytes)
       const base = Math.floor(chunk.bytes / chunk.count)
@@ -476,17 +472,7 @@ const encode = (batch: SealedBatch): Uint8Array => {
  *
  * @since 0.1.0
  */
-export const decodeBody = (body: Uint8Array): ReadonlyArray<Uint8Array> => {
-  const view = new DataView(body.buffer, body.byteOffset, body.byteLength)
-  const out: Array<Uint8Array> = []
-  let at = 0
-  while (at + FRAME_HEADER_BYTES <= body.byteLength) {
-    const size = view.getUint32(at)
-    out.push(body.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + size))
-    at += FRAME_HEADER_BYTES + size
-  }
-  return out
-}
+export const decodeBody = (body: Uint8Array): ReadonlyArray<Uint8Array> => readFrames(body)
 
 /**
  * Reads a stored object back into record payloads: decompresses it as its

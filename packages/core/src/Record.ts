@@ -118,13 +118,7 @@ export const chunkOf = (
 export const frame = (chunk: RecordChunk): RecordChunk => {
   if (chunk.payloads === undefined) return chunk
   const framed = new Uint8Array(chunk.bytes + FRAME_HEADER_BYTES * chunk.count)
-  const view = new DataView(framed.buffer)
-  let at = 0
-  for (const p of chunk.payloads) {
-    view.setUint32(at, p.byteLength)
-    framed.set(p, at + FRAME_HEADER_BYTES)
-    at += FRAME_HEADER_BYTES + p.byteLength
-  }
+  Frames.writeFrames(framed, 0, chunk.payloads)
   const { source, partition, firstOffset, count, bytes, offsets, producedAt } = chunk
   return { _tag: "RecordChunk", source, partition, firstOffset, count, bytes, offsets, framed, producedAt }
 }
@@ -151,17 +145,7 @@ export const frame = (chunk: RecordChunk): RecordChunk => {
  */
 export const payloadsOf = (chunk: RecordChunk): ReadonlyArray<Uint8Array> | undefined => {
   if (chunk.payloads !== undefined) return chunk.payloads
-  const framed = chunk.framed
-  if (framed === undefined) return undefined
-  const view = new DataView(framed.buffer, framed.byteOffset, framed.byteLength)
-  const out = new Array<Uint8Array>(chunk.count)
-  let at = 0
-  for (let i = 0; i < chunk.count; i++) {
-    const size = view.getUint32(at)
-    out[i] = framed.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + size)
-    at += FRAME_HEADER_BYTES + size
-  }
-  return out
+  return chunk.framed === undefined ? undefined : Frames.readFrames(chunk.framed)
 }
 
 /**

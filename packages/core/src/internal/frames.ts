@@ -9,6 +9,34 @@
 export const FRAME_HEADER_BYTES = 4
 
 /**
+ * Writes `payloads` framed into `out` from `at`; returns where they end.
+ * `out` must have room: the payload bytes and a length per record.
+ */
+export const writeFrames = (out: Uint8Array, at: number, payloads: ReadonlyArray<Uint8Array>): number => {
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
+  let end = at
+  for (const p of payloads) {
+    view.setUint32(end, p.byteLength)
+    out.set(p, end + FRAME_HEADER_BYTES)
+    end += FRAME_HEADER_BYTES + p.byteLength
+  }
+  return end
+}
+
+/** The records of a framed buffer, one view each (no copy), to its end. */
+export const readFrames = (framed: Uint8Array): Array<Uint8Array> => {
+  const view = new DataView(framed.buffer, framed.byteOffset, framed.byteLength)
+  const out: Array<Uint8Array> = []
+  let at = 0
+  while (at + FRAME_HEADER_BYTES <= framed.byteLength) {
+    const size = view.getUint32(at)
+    out.push(framed.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + size))
+    at += FRAME_HEADER_BYTES + size
+  }
+  return out
+}
+
+/**
  * How many leading records of a framed buffer fit in `roomBytes` of payload,
  * at most `count`, and where they end in the buffer.
  */
