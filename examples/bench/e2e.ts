@@ -38,8 +38,12 @@
  * Records/s are medians over the rounds. With `--json` the report goes to
  * stderr and stdout holds one line, a JSON object:
  * `{ sluiceRecordsPerSecond, plainRecordsPerSecond, ratio,
- * serverCeilingBytesPerSecond, fractionOfCeiling, … }`, where
- * `fractionOfCeiling` is Sluice's object bytes per second over the ceiling.
+ * serverCeilingBytesPerSecond, fractionOfCeiling, …, sluiceCpuMicrosPerRecord,
+ * plainCpuMicrosPerRecord }`, where `fractionOfCeiling` is Sluice's object
+ * bytes per second over the ceiling and `…CpuMicrosPerRecord` is the median of
+ * a contender's CPU during its run (user + system of every thread of its
+ * process, from the kernel's `getrusage`; the process start left out) per
+ * record.
  */
 import { spawn } from "node:child_process"
 import * as Os from "node:os"
@@ -264,6 +268,8 @@ async function main(options: Bench): Promise<void> {
     const rate = (c: Contender) => median(of(c).map((r) => records / r.result.seconds))
     const byteRate = (c: Contender) => median(of(c).map((r) => r.archive.objectBytes / r.result.seconds))
     const peak = (c: Contender) => Math.max(...of(c).map((r) => r.result.peakRssBytes))
+    // The child's CPU during the run, every thread (getrusage), per record: the start is left out (bench:peer counts it).
+    const cpuPerRecord = (c: Contender) => round3(median(of(c).map((r) => (r.result.cpuSeconds * 1e6) / records)))
     const sluiceRecordsPerSecond = rate("sluice")
     const plainRecordsPerSecond = rate("plain")
     const serverCeilingBytesPerSecond = Math.max(...floods.filter((f) => f.mode === "bare").map((f) => f.bytesPerSecond))
@@ -282,7 +288,9 @@ async function main(options: Bench): Promise<void> {
       rounds,
       policies,
       sluicePeakRssBytes: peak("sluice"),
-      plainPeakRssBytes: peak("plain")
+      plainPeakRssBytes: peak("plain"),
+      sluiceCpuMicrosPerRecord: cpuPerRecord("sluice"),
+      plainCpuMicrosPerRecord: cpuPerRecord("plain")
     }
 
     say("")
