@@ -150,7 +150,7 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
   {
     command: "npm run bench:e2e -- --json",
     smoke: "npm run bench:e2e -- --records 20000 --partitions 2 --rounds 1 --ceiling-seconds 1 --json",
-    output: /"sluiceRecordsPerSecond":\d+(\.\d+)?,"plainRecordsPerSecond":\d+(\.\d+)?,"ratio":[\d.]+,"serverCeilingBytesPerSecond":\d+/
+    output: /"sluiceRecordsPerSecond":\d+(\.\d+)?,"plainRecordsPerSecond":\d+(\.\d+)?,"ratio":[\d.]+,"serverCeilingBytesPerSecond":\d+.*"sluiceCpuMicrosPerRecord":\d+(\.\d+)?,"plainCpuMicrosPerRecord":\d+(\.\d+)?\}/
   },
   {
     command: "npm run bench:e2e -- --records 5000000 --rounds 1 --policies \"fixed:32+throttle+shared+batch\"",
