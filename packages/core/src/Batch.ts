@@ -11,7 +11,7 @@
 import { Effect, Schema } from "effect"
 import * as Compression from "./Compression.ts"
 import * as Bodies from "./internal/bodies.ts"
-import { FRAME_HEADER_BYTES, readFrames, writeFrames } from "./internal/frames.ts"
+import { copyInto, FRAME_HEADER_BYTES, readFrames, writeFrames } from "./internal/frames.ts"
 import * as ObjectKey from "./ObjectKey.ts"
 import type { RecordChunk } from "./Record.ts"
 import { chunkOf } from "./Record.ts"
@@ -443,7 +443,7 @@ const encode = (batch: SealedBatch): Uint8Array => {
   for (const chunk of batch.chunks) {
     if (chunk.framed !== undefined) {
       // Already framed as the body frames records: one copy for the chunk.
-      out.set(chunk.framed, at)
+      copyInto(out, chunk.framed, at)
       at += chunk.framed.byteLength
     } else if (chunk.payloads !== undefined) {
       at = writeFrames(out, at, chunk.payloads)

@@ -14,7 +14,9 @@
  * into memory already mapped costs a fraction of a fresh allocation's first
  * write (page faults, zeroing). Bounded: at most {@link MAX_FREE} free
  * buffers holding at most {@link MAX_FREE_BYTES}; a buffer beyond either is
- * left to the garbage collector. A buffer is given out to one body at a time
+ * left to the garbage collector. Pool buffers are `SharedArrayBuffer`s, so
+ * that a worker thread can checksum a body without a copy (`Crc32.compute`).
+ * A buffer is given out to one body at a time
  * (it leaves the free list when taken, and only a pooled body that is
  * memoized can return it).
  *
@@ -75,7 +77,7 @@ export const MAX_FREE = 8
 export const MAX_FREE_BYTES = 128 * 1024 * 1024
 
 /** Free buffers, any order; a taker picks the smallest that fits. */
-const free: Array<ArrayBuffer> = []
+const free: Array<SharedArrayBuffer> = []
 let freeBytes = 0
 /** Bodies cut from a pool buffer and not yet returned (so a buffer returns once). */
 const pooled = new WeakSet<Uint8Array>()
@@ -102,14 +104,14 @@ export const take = (bytes: number): Uint8Array => {
     const capacity = free[i]?.byteLength ?? 0
     if (capacity >= bytes && capacity <= 2 * bytes && (best < 0 || capacity < (free[best]?.byteLength ?? 0))) best = i
   }
-  let buffer: ArrayBuffer
+  let buffer: SharedArrayBuffer
   if (best >= 0) {
-    buffer = free[best] as ArrayBuffer
-    free[best] = free[free.length - 1] as ArrayBuffer
+    buffer = free[best] as SharedArrayBuffer
+    free[best] = free[free.length - 1] as SharedArrayBuffer
     free.pop()
     freeBytes -= buffer.byteLength
   } else {
-    buffer = new ArrayBuffer(capacityFor(bytes))
+    buffer = new SharedArrayBuffer(capacityFor(bytes))
   }
   const body = new Uint8Array(buffer, 0, bytes)
   pooled.add(body)
@@ -120,7 +122,7 @@ export const take = (bytes: number): Uint8Array => {
 export const give = (body: Uint8Array): void => {
   if (!pooled.delete(body)) return
   const buffer = body.buffer
-  if (!(buffer instanceof ArrayBuffer)) return
+  if (!(buffer instanceof SharedArrayBuffer)) return
   if (free.length >= MAX_FREE || freeBytes + buffer.byteLength > MAX_FREE_BYTES) return
   free.push(buffer)
   freeBytes += buffer.byteLength

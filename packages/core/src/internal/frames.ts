@@ -4,9 +4,33 @@
  *
  * @internal
  */
+import { Buffer } from "node:buffer"
 
 /** Bytes of the length before each record (a big-endian uint32, as in a batch body). */
 export const FRAME_HEADER_BYTES = 4
+
+/**
+ * From this size on, {@link copyInto} copies into shared memory with
+ * `Buffer#fill` (one `memcpy`). Below it `set`: a few hundred bytes copied
+ * byte by byte cost less than the call into Node's C++.
+ */
+const FILL_FROM_BYTES = 4096
+
+/**
+ * Copies `src` into `out` at `at`. Into a `SharedArrayBuffer` (a pooled
+ * body), V8's `set` copies with relaxed atomics, word by word when source and
+ * target are equally aligned and byte by byte otherwise: measured here 0.61
+ * ms and 2.99 ms per 8 MiB, against 0.35 for unshared memory. `Buffer#fill`
+ * with a `Uint8Array` as the value is a plain `memcpy` (0.35 ms at any
+ * alignment) and, its range being exactly `src`'s length, writes `src` once.
+ */
+export const copyInto = (out: Uint8Array, src: Uint8Array, at: number): void => {
+  if (src.byteLength >= FILL_FROM_BYTES && out.buffer instanceof SharedArrayBuffer) {
+    Buffer.prototype.fill.call(out, src, at, at + src.byteLength)
+  } else {
+    out.set(src, at)
+  }
+}
 
 /**
  * Writes `payloads` framed into `out` from `at`; returns where they end.
@@ -17,7 +41,7 @@ export const writeFrames = (out: Uint8Array, at: number, payloads: ReadonlyArray
   let end = at
   for (const p of payloads) {
     view.setUint32(end, p.byteLength)
-    out.set(p, end + FRAME_HEADER_BYTES)
+    copyInto(out, p, end + FRAME_HEADER_BYTES)
     end += FRAME_HEADER_BYTES + p.byteLength
   }
   return end
