@@ -7,6 +7,7 @@
  */
 import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3"
 import type { S3Client, UploadPartCommand } from "@aws-sdk/client-s3"
+import * as Core from "@sluice/core"
 import type { Failure } from "@sluice/core"
 import { Effect } from "effect"
 import type { S3Config } from "../S3Config.ts"
@@ -84,7 +85,8 @@ export interface Timed<A> {
  * Runs a local computation (a checksum) that cannot fail, timing its
  * synchronous part: the checksums hash every byte before their promise
  * settles, so that is all their work, and no other fiber's work (another
- * part's request) is counted in it.
+ * part's request) is counted in it. Then logs, once, if the CRC-32 helper
+ * thread went out of service (`Crc32.logHelperFailure`).
  */
 export const compute = <A>(f: () => Promise<A>): Effect.Effect<Timed<A>> =>
   Effect.clockWith((clock) =>
@@ -92,9 +94,12 @@ export const compute = <A>(f: () => Promise<A>): Effect.Effect<Timed<A>> =>
       const start = clock.currentTimeNanosUnsafe()
       const pending = f()
       const millis = Number(clock.currentTimeNanosUnsafe() - start) / 1e6
-      return Effect.map(Effect.promise(() => pending), (value) => ({ value, millis }))
+      return Effect.tap(Effect.map(Effect.promise(() => pending), (value) => ({ value, millis })), () => helperFailure)
     })
   )
+
+/** `Crc32.logHelperFailure` of `@sluice/core` ≥ 0.5.0; nothing with an older core (see `Checksums`). */
+const helperFailure: Effect.Effect<void> = (Core as Partial<typeof Core>).Crc32?.logHelperFailure ?? Effect.void
 
 /** The whole body of the object at bucket key `key` (failures classified as `stage`). */
 export const getBytes = (request: Request, key: string, stage: Failure.Stage): Effect.Effect<Uint8Array, Failure.SinkFailure> =>
