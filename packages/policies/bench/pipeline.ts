@@ -10,7 +10,10 @@
  * Work per record, on both sides: seal into per-partition batches (at the
  * target the default composition starts with: `AdaptiveBatch`'s `initialBytes`
  * and `records`), encode the object body (`Batch.encodeBody`), CRC32 it
- * (`node:zlib`, the S3 adapter's default), store it and its manifest, verify
+ * (the S3 adapter's default checksum: the loop calls `zlib.crc32`; Sluice's
+ * sink calls what the adapter calls, `Crc32.of`, which computes half of a
+ * pooled body of 1 MiB or more on a helper thread when there is a second
+ * core), store it and its manifest, verify
  * (size and checksum read back from the store), commit each partition's
  * offsets in order; at most 8 uploads in flight (the knob's value for Sluice,
  * a pool of promises for the loop). The store is in memory with zero latency
@@ -44,7 +47,7 @@
 import { Buffer } from "node:buffer"
 import * as V8 from "node:v8"
 import { crc32 } from "node:zlib"
-import { Batch, Config, Failure, ObjectKey, Pipeline, Record } from "@sluice/core"
+import { Batch, Config, Crc32, Failure, ObjectKey, Pipeline, Record } from "@sluice/core"
 import type { Knob, Sink, Source } from "@sluice/core"
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Effect, Option, Stream } from "effect"
@@ -168,9 +171,9 @@ const records = chunks.reduce((n, c) => n + c.count, 0)
 const inputRssBytes = process.memoryUsage.rss()
 
 /** CRC32 as S3 reports it: base64 of the big-endian 4 bytes. */
-const crc32Base64 = (body: Uint8Array): string => {
+const crc32Base64 = (crc: number): string => {
   const out = Buffer.allocUnsafe(4)
-  out.writeUInt32BE(crc32(body))
+  out.writeUInt32BE(crc)
   return out.toString("base64")
 }
 
@@ -213,7 +216,13 @@ const newStore = () => ({
 })
 type Store = ReturnType<typeof newStore>
 
-const put = (store: Store, seen: Observed, batch: Batch.SealedBatch): Sink.PutReceipt => {
+/**
+ * Encodes, checksums and stores a batch. `checksum` is `zlib.crc32` for the
+ * loop, and for Sluice what its S3 adapter computes CRC32 with (`Crc32.of`:
+ * a pooled body of 1 MiB or more half on a helper thread when there is a
+ * second core).
+ */
+const put = (store: Store, seen: Observed, batch: Batch.SealedBatch, checksumOf: (body: Uint8Array) => number): Sink.PutReceipt => {
   seen.objects++
   seen.inflight++
   seen.maxInflight = Math.max(seen.maxInflight, seen.inflight)
@@ -222,7 +231,7 @@ const put = (store: Store, seen: Observed, batch: Batch.SealedBatch): Sink.PutRe
   const body = Batch.encodeBody(batch)
   seen.peakArrayBuffers = Math.max(seen.peakArrayBuffers, process.memoryUsage().arrayBuffers)
   const t1 = performance.now()
-  const checksum = crc32Base64(body)
+  const checksum = crc32Base64(checksumOf(body))
   seen.encodeMillis += t1 - t0
   seen.checksumMillis += performance.now() - t1
   store.objects.set(batch.key, { objectBytes: body.byteLength, checksum })
@@ -255,7 +264,7 @@ const sluiceRun = (seen: Observed): Promise<number> => {
     putObject: (batch) =>
       Effect.sync(() => {
         seen.maxConcurrencyLimit = Math.max(seen.maxConcurrencyLimit, knobs?.current().concurrency ?? 0)
-        return put(store, seen, batch)
+        return put(store, seen, batch, Crc32.of)
       }),
     putManifest: (manifest) => Effect.sync(() => void store.manifests.set(manifest.key, manifest)),
     verify: (receipt) =>
@@ -300,7 +309,7 @@ const pooledPlainRun = (seen: Observed): Promise<number> => loop(seen, true)
 
 const loop = async (seen: Observed, recycle: boolean): Promise<number> => {
   const store = newStore()
-  const putObject = async (batch: Batch.SealedBatch) => put(store, seen, batch)
+  const putObject = async (batch: Batch.SealedBatch) => put(store, seen, batch, crc32)
   const putManifest = async (manifest: Batch.Manifest) => void store.manifests.set(manifest.key, manifest)
   const verify = async (receipt: Sink.PutReceipt) => {
     const failed = check(store, receipt)
