@@ -1,8 +1,10 @@
+import { Worker } from "node:worker_threads"
+import type { Transferable } from "node:worker_threads"
 import { crc32 } from "node:zlib"
 import { GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand, PutObjectCommand } from "@aws-sdk/client-s3"
-import { Batch, ObjectKey } from "@sluice/core"
+import { Batch, Crc32, ObjectKey } from "@sluice/core"
 import { Effect, Schema } from "effect"
-import { beforeEach, describe, expect, it } from "vitest"
+import { beforeEach, describe, expect, it, vi } from "vitest"
 import * as Checksums from "../src/Checksums.ts"
 import * as S3Errors from "../src/S3Errors.ts"
 import * as S3Sink from "../src/S3Sink.ts"
@@ -87,6 +89,42 @@ describe("S3Sink against the real server", () => {
       expect(out.head.ChecksumCRC32).toBe(whole.toString("base64"))
       expect(out.verified.checksum).toEqual(out.receipt.checksum)
     } finally {
+      c.destroy()
+    }
+  })
+
+  it("a large pooled body's CRC32, half computed on core's helper thread, is what the store computes over the body", async () => {
+    const bucket = await Env.newBucket("crc32-helper")
+    // Start the helper and let it come online (it takes jobs from then on).
+    Crc32.of(new Uint8Array(new SharedArrayBuffer(Crc32.SPLIT_FROM_BYTES)))
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const batch = bigBatch(3)
+    const body = Batch.encodeBody(batch)
+    expect(body.buffer).toBeInstanceOf(SharedArrayBuffer)
+    const jobs: Array<number> = []
+    const post = Worker.prototype.postMessage
+    const spy = vi.spyOn(Worker.prototype, "postMessage").mockImplementation(function(this: Worker, message: unknown, transfer?: ReadonlyArray<Transferable>) {
+      jobs.push((message as { readonly length: number }).length)
+      return post.call(this, message, transfer)
+    })
+    const c = Env.client()
+    try {
+      const out = await run(Effect.gen(function*() {
+        const sink = yield* S3Sink.make(Env.sinkConfig(bucket, {}))
+        const receipt = yield* sink.putObject(batch)
+        const head = yield* Effect.promise(() =>
+          c.send(new HeadObjectCommand({ Bucket: bucket, Key: batch.key, ChecksumMode: "ENABLED" }))
+        )
+        return { receipt, head }
+      }))
+      // The helper took the second half of the body.
+      expect(jobs).toEqual([body.byteLength - (body.byteLength >>> 1)])
+      const whole = Buffer.alloc(4)
+      whole.writeUInt32BE(crc32(body))
+      expect(out.receipt.checksum).toEqual({ algorithm: "CRC32", value: whole.toString("base64") })
+      expect(out.head.ChecksumCRC32).toBe(whole.toString("base64"))
+    } finally {
+      spy.mockRestore()
       c.destroy()
     }
   })
