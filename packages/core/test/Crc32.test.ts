@@ -15,16 +15,13 @@ import fc from "fast-check"
 import { Batch, Crc32, Record } from "../src/index.ts"
 import * as CrcHelper from "../src/internal/crcHelper.ts"
 
-/** `bytes` of pseudo-random content in shared memory, from `seed`. */
+/**
+ * `bytes` of deterministic content in shared memory, different for each
+ * `seed` (the top byte of a multiplicative hash of the position).
+ */
 const sharedBytes = (bytes: number, seed: number): Uint8Array => {
   const out = new Uint8Array(new SharedArrayBuffer(bytes))
-  let x = seed | 1
-  for (let i = 0; i < bytes; i++) {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    out[i] = x & 0xff
-  }
+  for (let i = 0; i < bytes; i++) out[i] = Math.imul(i + seed, 0x9e3779b1) >>> 24
   return out
 }
 
