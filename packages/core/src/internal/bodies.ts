@@ -15,7 +15,7 @@
  * write (page faults, zeroing). Bounded: at most {@link MAX_FREE} free
  * buffers holding at most {@link MAX_FREE_BYTES}; a buffer beyond either is
  * left to the garbage collector. Pool buffers are `SharedArrayBuffer`s, so
- * that a worker thread can checksum a body without a copy (`Crc32.compute`).
+ * that a helper thread can checksum half a body without a copy (`Crc32.of`).
  * A buffer is given out to one body at a time
  * (it leaves the free list when taken, and only a pooled body that is
  * memoized can return it).
