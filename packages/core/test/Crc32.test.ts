@@ -82,6 +82,22 @@ describe("Crc32.of", () => {
   })
 })
 
+describe("Crc32's helper: at most one job", () => {
+  it("no job is posted while the last is unanswered: a late or stalled helper holds one body, not one per checksum", async () => {
+    await helperOnline()
+    const long = sharedBytes(64 * Crc32.SPLIT_FROM_BYTES, 13) // tens of milliseconds of CRC on the helper
+    const first = CrcHelper.start(long)
+    expect(first).toBeDefined()
+    const body = sharedBytes(2 * Crc32.SPLIT_FROM_BYTES, 17)
+    expect(CrcHelper.start(body)).toBeUndefined() // refused: the helper is busy
+    expect(Crc32.of(body)).toBe(crc32(body)) // and the checksum is computed here instead
+    expect(CrcHelper.finish(first ?? 0, 10_000)).toBe(crc32(long))
+    const next = CrcHelper.start(body)
+    expect(next).toBeDefined()
+    expect(CrcHelper.finish(next ?? 0, 10_000)).toBe(crc32(body))
+  })
+})
+
 describe("Crc32.combine", () => {
   it("is the CRC of the concatenation, from the two CRCs and the second length", () => {
     fc.assert(

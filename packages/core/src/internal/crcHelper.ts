@@ -6,8 +6,9 @@
  * The exchange is synchronous on the event loop's side: {@link start} posts
  * the job, the caller computes its half, {@link finish} waits on a word of
  * shared memory (`Atomics.wait`) for the helper's answer. Nothing is queued:
- * the event loop waits for each answer before it posts the next job, so the
- * helper has at most one job (two, the moment after a wait timed out).
+ * the helper has at most one job, since {@link start} posts none while the
+ * last is unanswered (after a wait that timed out, until the late answer
+ * comes): a stalled helper holds one body's memory, not one per checksum.
  *
  * - **Never stalls**: the wait is bounded by the caller's deadline; past it,
  *   or while the helper is not running (not yet online, failed, exited),
@@ -84,11 +85,12 @@ const ready = (): Worker | undefined => {
 /**
  * Posts the CRC-32 of `part` (a view of a `SharedArrayBuffer`) to the helper:
  * the job's number for {@link finish}, or `undefined` if the helper is not
- * running (the caller computes `part` itself).
+ * running or has not answered its last job (the caller computes `part`
+ * itself).
  */
 export const start = (part: Uint8Array): number | undefined => {
   const w = ready()
-  if (w === undefined) return undefined
+  if (w === undefined || (lastJob !== 0 && Atomics.load(answer, ANSWERED) !== lastJob)) return undefined
   const id = lastJob = lastJob >= 0x3fffffff ? 1 : lastJob + 1
   try {
     w.postMessage({ id, buffer: part.buffer, offset: part.byteOffset, length: part.byteLength })
