@@ -217,7 +217,7 @@ const newStore = () => ({
 type Store = ReturnType<typeof newStore>
 
 /**
- * Encodes, checksums and stores a batch. `checksum` is `zlib.crc32` for the
+ * Encodes, checksums and stores a batch. `checksumOf` is `zlib.crc32` for the
  * loop, and for Sluice what its S3 adapter computes CRC32 with (`Crc32.of`:
  * a pooled body of 1 MiB or more half on a helper thread when there is a
  * second core).
