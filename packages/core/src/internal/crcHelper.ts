@@ -13,7 +13,7 @@
  * - **Never stalls**: the wait is bounded by the caller's deadline; past it,
  *   or while the helper is not running (not yet online, failed, exited),
  *   {@link finish} answers `undefined` and the caller computes the half
- *   itself. A late answer is recognised by its job number and ignored.
+ *   itself. The late answer only frees the helper for the next job.
  * - **Never holds the process open**: the worker is `unref`'d (no callback
  *   ever waits on its messages).
  * - **Out of service for good** after an error or exit (one warning, from

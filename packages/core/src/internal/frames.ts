@@ -11,10 +11,12 @@ export const FRAME_HEADER_BYTES = 4
 
 /**
  * From this size on, {@link copyInto} copies into shared memory with
- * `Buffer#fill` (one `memcpy`). Below it `set`: a few hundred bytes copied
- * byte by byte cost less than the call into Node's C++.
+ * `Buffer#fill` (one `memcpy`); below it `set`, whose byte-by-byte copy costs
+ * less than the call into Node's C++. Measured here, unaligned, per copy:
+ * 256 B `set` 124 ns, `fill` 248 ns; 384 B `set` 418 ns, `fill` 258 ns;
+ * 1 KiB `set` 891 ns, `fill` 291 ns.
  */
-const FILL_FROM_BYTES = 4096
+const FILL_FROM_BYTES = 384
 
 /**
  * Copies `src` into `out` at `at`. Into a `SharedArrayBuffer` (a pooled
