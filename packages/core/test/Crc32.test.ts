@@ -5,6 +5,7 @@
  * `Worker#postMessage`), its failure by stopping the thread, and the process
  * exit in a child process.
  */
+import { Buffer } from "node:buffer"
 import { spawnSync } from "node:child_process"
 import { Worker } from "node:worker_threads"
 import type { Transferable } from "node:worker_threads"
@@ -180,6 +181,30 @@ describe("pooled bodies in shared memory", () => {
         Batch.releaseBody(sealed)
       }),
       { numRuns: 40 }
+    )
+  })
+
+  it("records one per view (not framed) land in a shared body exactly as framed, small and large mixed, across many staging buffers", () => {
+    // Mostly small records (framed in an unshared buffer, copied on when it fills), some of 384 B and more
+    // (copied straight in), over 64 KiB of small ones so that the staging buffer fills several times.
+    const size = fc.oneof({ weight: 9, arbitrary: fc.integer({ min: 0, max: 383 }) }, { weight: 1, arbitrary: fc.integer({ min: 384, max: 5_000 }) })
+    fc.assert(
+      fc.property(fc.array(size, { minLength: 300, maxLength: 1_500 }), fc.integer({ min: 1, max: 97 }), (sizes, per) => {
+        const payloads = sizes.map((n, i) => sharedBytes(n, i + 7).slice())
+        const chunks: Array<Record.RecordChunk> = []
+        for (let from = 0; from < payloads.length; from += per) {
+          chunks.push(Record.chunkOf("t", 0, from, payloads.slice(from, from + per)))
+        }
+        const batch = Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads })
+        const sealed: Batch.SealedBatch = { ...batch, chunks }
+        const body = Batch.encodeBody(sealed)
+        // Outside the code under test: the framing is a length (big-endian uint32) then the bytes, per record.
+        const expected = Buffer.concat(payloads.flatMap((p) => [Buffer.from([p.byteLength >>> 24, (p.byteLength >>> 16) & 255, (p.byteLength >>> 8) & 255, p.byteLength & 255]), p]))
+        if (body.byteLength >= 64 * 1024) expect(body.buffer).toBeInstanceOf(SharedArrayBuffer)
+        expect(Buffer.from(body.buffer, body.byteOffset, body.byteLength).equals(expected)).toBe(true)
+        Batch.releaseBody(sealed)
+      }),
+      { numRuns: 30 }
     )
   })
 })

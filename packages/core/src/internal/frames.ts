@@ -35,17 +35,63 @@ export const copyInto = (out: Uint8Array, src: Uint8Array, at: number): void => 
 }
 
 /**
+ * Bytes of the unshared buffer in which {@link writeFrames} frames small
+ * records bound for shared memory, copied on with one `memcpy` each time it
+ * fills: 64 KiB holds ~400 records of 150 B (one call into C++ per ~400
+ * records) and stays in the CPU's L2 cache.
+ */
+const STAGING_BYTES = 64 * 1024
+
+/** {@link writeFrames}' staging buffer, made on first use; one per thread, used synchronously. */
+let staging: Uint8Array | undefined
+
+/**
  * Writes `payloads` framed into `out` from `at`; returns where they end.
  * `out` must have room: the payload bytes and a length per record.
+ *
+ * Into shared memory (a pooled body), records smaller than
+ * {@link FILL_FROM_BYTES} are framed in an unshared buffer first and copied on
+ * together: V8 copies a small record into a `SharedArrayBuffer` byte by byte
+ * when unaligned (measured here: 89 ns per 150 B record, against 32 ns into
+ * unshared memory), and a call to `memcpy` per record costs more than that.
  */
 export const writeFrames = (out: Uint8Array, at: number, payloads: ReadonlyArray<Uint8Array>): number => {
+  if (out.buffer instanceof SharedArrayBuffer) return writeFramesShared(out, at, payloads)
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
   let end = at
   for (const p of payloads) {
     view.setUint32(end, p.byteLength)
-    copyInto(out, p, end + FRAME_HEADER_BYTES)
+    out.set(p, end + FRAME_HEADER_BYTES)
     end += FRAME_HEADER_BYTES + p.byteLength
   }
+  return end
+}
+
+const writeFramesShared = (out: Uint8Array, at: number, payloads: ReadonlyArray<Uint8Array>): number => {
+  const stage = (staging ??= new Uint8Array(STAGING_BYTES))
+  const stageView = new DataView(stage.buffer)
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
+  let staged = 0 // bytes framed in `stage`, bound for `out` at `end - staged`
+  let end = at
+  const flush = (): void => {
+    if (staged > 0) Buffer.prototype.fill.call(out, stage.subarray(0, staged), end - staged, end)
+    staged = 0
+  }
+  for (const p of payloads) {
+    const framed = FRAME_HEADER_BYTES + p.byteLength
+    if (p.byteLength >= FILL_FROM_BYTES) {
+      flush()
+      view.setUint32(end, p.byteLength)
+      copyInto(out, p, end + FRAME_HEADER_BYTES)
+    } else {
+      if (staged + framed > STAGING_BYTES) flush()
+      stageView.setUint32(staged, p.byteLength)
+      stage.set(p, staged + FRAME_HEADER_BYTES)
+      staged += framed
+    }
+    end += framed
+  }
+  flush()
   return end
 }
 
