@@ -13,8 +13,10 @@
  * - `CRC32C js`: `Crc32c` from `@aws-sdk/checksums/crc` (pure JS).
  * - `SHA256 node:crypto`: `createHash("sha256")` (OpenSSL).
  * - `CRC32 node:zlib`: `zlib.crc32` (native, Node ≥ 22.2).
+ * - `CRC32 @node-rs/crc32` and `CRC32C @node-rs/crc32`: the CPU's CRC
+ *   instructions (what the sink uses where that module loads).
  * - `CRC32 sink multipart`: what the sink does for a multipart upload with
- *   8 MiB parts: one `zlib.crc32` per part plus `Checksums.fullObjectOf`.
+ *   8 MiB parts: one `Checksums.digest` per part plus `Checksums.fullObjectOf`.
  * - `CRC64NVME crt`: `CrtCrc64Nvme` from `@aws-sdk/crc64-nvme-crt` (native,
  *   `aws-crt`), only if it resolves (it is not a dependency: 73 packages and
  *   66 MB installed); `--crt-dir <dir>` names a folder where it is installed.
@@ -39,6 +41,7 @@ import * as CommandLine from "@sluice/core/CommandLine"
 import { Option } from "effect"
 import { Flag } from "effect/cli"
 import * as Checksums from "../src/Checksums.ts"
+import * as SimdCrc from "../src/internal/SimdCrc.ts"
 
 const MiB = 1024 * 1024
 const BUFFER_BYTES = 16 * MiB
@@ -91,10 +94,13 @@ const viaIncremental = (make: () => Incremental) => (data: Uint8Array): number =
   return data.byteLength
 }
 
+/** The sink's CRC-32 of one part, as `Checksums.digest` computes it (synchronously, whatever its promise). */
+const partCrc32 = SimdCrc.crc32 ?? crc32
+
 const sinkMultipart = (data: Uint8Array): number => {
   const parts = Checksums.partRanges(data.byteLength, PART_BYTES).map((r) => {
     const part = data.subarray(r.start, r.end)
-    const v = crc32(part)
+    const v = partCrc32(part)
     return { raw: new Uint8Array([v >>> 24, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff]), bytes: part.byteLength }
   })
   return Checksums.fullObjectOf("CRC32", parts).length
@@ -149,9 +155,14 @@ const main = (flags: Flags): void => {
     { name: "CRC32C js", run: viaIncremental(() => new Crc32c()) },
     { name: "SHA256 node:crypto", run: (data) => createHash("sha256").update(data).digest().length },
     { name: "CRC32 node:zlib", run: (data) => crc32(data) },
+    ...(SimdCrc.crc32 === undefined || SimdCrc.crc32c === undefined ? [] : [
+      { name: "CRC32 @node-rs/crc32", run: SimdCrc.crc32 },
+      { name: "CRC32C @node-rs/crc32", run: SimdCrc.crc32c }
+    ]),
     { name: "CRC32 sink multipart (8 MiB parts + combine)", run: sinkMultipart }
   ]
   const skipped: Array<{ readonly name: string; readonly reason: string }> = []
+  if (SimdCrc.loadFailure !== undefined) skipped.push({ name: "@node-rs/crc32", reason: SimdCrc.loadFailure })
   const crt = loadCrt(Option.getOrUndefined(flags.crtDir))
   if (typeof crt === "string") skipped.push({ name: "CRC64NVME crt", reason: crt })
   else candidates.push(crt)

@@ -2,13 +2,14 @@
  * Local checksums, computed exactly as S3 reports them, so a receipt can be
  * compared with what the store says it holds.
  *
- * CRC-32 comes from `node:zlib` (native, Node ≥ 22.2; on an older Node the
- * SDK's pure-JS CRC-32 stands in), through `Crc32.of` of `@sluice/core`: a
- * pooled body of 1 MiB or more is checksummed half on a helper thread when
- * the machine has a second core; CRC-64/NVME and CRC-32C from the AWS SDK's
- * own implementations (`@aws-sdk/checksums/crc`, pure JavaScript); SHA-256
- * from `node:crypto`. `bench/checksum.ts` measures them (CRC-32 is 10–16×
- * faster than CRC-64/NVME here; see the README).
+ * CRC-32 and CRC-32C come from `@node-rs/crc32` (the CPU's CRC
+ * instructions, a prebuilt native module). Where it does not load, CRC-32
+ * comes from `node:zlib` (Node ≥ 22.2; on an older Node the SDK's pure-JS
+ * CRC-32 stands in) through `Crc32.of` of `@sluice/core` (a pooled body of
+ * 1 MiB or more half on a helper thread), and CRC-32C from the AWS SDK's
+ * pure-JS `Crc32c`. CRC-64/NVME comes from the AWS SDK
+ * (`@aws-sdk/checksums/crc`, pure JavaScript); SHA-256 from `node:crypto`.
+ * `bench/checksum.ts` measures them (see the README).
  *
  * The whole-object CRC of a multipart upload is combined from its part CRCs
  * ({@link fullObjectOf}), never computed by a second pass over the body.
@@ -20,6 +21,7 @@ import * as Zlib from "node:zlib"
 import { Crc32c, Crc32Js, Crc64Nvme } from "@aws-sdk/checksums/crc"
 import * as Core from "@sluice/core"
 import * as Crc from "./internal/Crc.ts"
+import * as SimdCrc from "./internal/SimdCrc.ts"
 import type { ChecksumAlgorithm } from "./S3Config.ts"
 
 /**
@@ -117,13 +119,15 @@ export const digest = async (algorithm: ChecksumAlgorithm, data: Uint8Array): Pr
     case "SHA256":
       return createHash("sha256").update(data).digest()
     case "CRC32": {
-      // A large pooled body half on a helper thread (`Crc32.of`), else `zlib.crc32`.
+      // The CPU's CRC instructions; else a large pooled body half on a helper thread (`Crc32.of`), else `zlib.crc32`.
+      if (SimdCrc.crc32 !== undefined) return uint32Digest(SimdCrc.crc32(data))
       if (nativeCrc32 !== undefined) return uint32Digest((coreCrc32 ?? nativeCrc32)(data))
       const c = new Crc32Js()
       c.update(data)
       return c.digest()
     }
     case "CRC32C": {
+      if (SimdCrc.crc32c !== undefined) return uint32Digest(SimdCrc.crc32c(data))
       const c = new Crc32c()
       c.update(data)
       return c.digest()

@@ -5,6 +5,7 @@
  * CRC-32C and CRC-64/NVME). The combine is what a `FULL_OBJECT` multipart
  * upload sends at completion, so a wrong one is a `BadDigest` at best.
  */
+import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { crc32 } from "node:zlib"
 import { Crc32c, Crc32Js, Crc64Nvme } from "@aws-sdk/checksums/crc"
@@ -13,6 +14,7 @@ import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as Checksums from "../src/Checksums.ts"
 import * as Request from "../src/internal/Request.ts"
+import * as SimdCrc from "../src/internal/SimdCrc.ts"
 
 const ascii = (s: string) => new TextEncoder().encode(s)
 const hex = (raw: Uint8Array) => Buffer.from(raw).toString("hex")
@@ -155,5 +157,60 @@ describe("Request.compute", () => {
     expect(hex(timed.value)).toBe(createHash("sha256").update(data).digest("hex"))
     expect(timed.millis).toBeGreaterThan(0)
     expect(timed.millis).toBeLessThan(10_000)
+  })
+})
+
+describe("CRC-32 and CRC-32C with the CPU's CRC instructions (@node-rs/crc32)", () => {
+  it("the native module loads on this platform (a broken install would silently cost 5–15× in checksum time)", () => {
+    expect(SimdCrc.loadFailure).toBeUndefined()
+    expect(SimdCrc.crc32).toBeTypeOf("function")
+  })
+
+  it("CRC32 and CRC32C of any bytes, at any offset of shared or unshared memory, equal zlib's and the SDK's", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 70_000 }), fc.integer({ min: 0, max: 7 }), fc.boolean(), fc.integer(), async (length, offset, shared, seed) => {
+        const bytes = bytesOf(length, seed)
+        const memory = new Uint8Array(shared ? new SharedArrayBuffer(length + offset) : new ArrayBuffer(length + offset))
+        memory.set(bytes, offset)
+        const view = memory.subarray(offset)
+        expect(hex(await Checksums.digest("CRC32", view))).toBe(await reference("CRC32", bytes))
+        expect(hex(await Checksums.digest("CRC32C", view))).toBe(await reference("CRC32C", bytes))
+      }),
+      { numRuns: 60 }
+    )
+  })
+
+  it("where the module does not load: the same checksums, and one warning", async () => {
+    // A child process in which resolving `@node-rs/crc32` fails, as on a platform without a prebuilt binary.
+    const script = `
+      import { registerHooks } from "node:module"
+      registerHooks({ resolve(specifier, context, next) { if (specifier === "@node-rs/crc32") throw new Error("no binary for this platform"); return next(specifier, context) } })
+      const { crc32 } = await import("node:zlib")
+      const { Effect } = await import("effect")
+      const Checksums = await import(${JSON.stringify(new URL("../src/Checksums.ts", import.meta.url).href)})
+      const Request = await import(${JSON.stringify(new URL("../src/internal/Request.ts", import.meta.url).href)})
+      const data = new TextEncoder().encode("123456789".repeat(1000))
+      const hex = (raw) => Buffer.from(raw).toString("hex")
+      const values = []
+      for (let i = 0; i < 3; i++) {
+        values.push(hex((await Effect.runPromise(Request.compute(() => Checksums.digest("CRC32", data)))).value))
+        values.push(hex((await Effect.runPromise(Request.compute(() => Checksums.digest("CRC32C", data)))).value))
+      }
+      console.log(JSON.stringify({ values, zlib: crc32(data).toString(16).padStart(8, "0") }))
+    `
+    const child = spawnSync(process.execPath, ["--conditions=@sluice/source", "--input-type=module", "-e", script], {
+      encoding: "utf8",
+      timeout: 60_000
+    })
+    expect(child.status, child.stderr).toBe(0)
+    const lines = child.stdout.trim().split("\n")
+    const { values, zlib } = JSON.parse(lines[lines.length - 1] ?? "") as { values: Array<string>; zlib: string }
+    const crc32c = new Crc32c()
+    crc32c.update(new TextEncoder().encode("123456789".repeat(1000)))
+    const sdk = hex(await crc32c.digest())
+    expect(values).toEqual([zlib, sdk, zlib, sdk, zlib, sdk])
+    const output = `${child.stdout}${child.stderr}`
+    expect(output.split("without the CPU's CRC instructions").length - 1).toBe(1)
+    expect(output).toContain("no binary for this platform")
   })
 })

@@ -12,6 +12,7 @@ import type { Failure } from "@sluice/core"
 import { Effect } from "effect"
 import type { S3Config } from "../S3Config.ts"
 import * as S3Errors from "../S3Errors.ts"
+import * as SimdCrc from "./SimdCrc.ts"
 
 /** The sink's request context. */
 export interface Request {
@@ -85,7 +86,8 @@ export interface Timed<A> {
  * Runs a local computation (a checksum) that cannot fail, timing its
  * synchronous part: the checksums hash every byte before their promise
  * settles, so that is all their work, and no other fiber's work (another
- * part's request) is counted in it. Then logs, once, if the CRC-32 helper
+ * part's request) is counted in it. Then logs, once each, if the native CRC
+ * module did not load (`SimdCrc.logLoadFailure`) and if the CRC-32 helper
  * thread went out of service (`Crc32.logHelperFailure`).
  */
 export const compute = <A>(f: () => Promise<A>): Effect.Effect<Timed<A>> =>
@@ -94,7 +96,7 @@ export const compute = <A>(f: () => Promise<A>): Effect.Effect<Timed<A>> =>
       const start = clock.currentTimeNanosUnsafe()
       const pending = f()
       const millis = Number(clock.currentTimeNanosUnsafe() - start) / 1e6
-      return Effect.tap(Effect.map(Effect.promise(() => pending), (value) => ({ value, millis })), () => helperFailure)
+      return Effect.tap(Effect.map(Effect.promise(() => pending), (value) => ({ value, millis })), () => Effect.andThen(SimdCrc.logLoadFailure, helperFailure))
     })
   )
 
