@@ -4,11 +4,12 @@
  * flight, for a bounded time, each slot overwriting its own key so the bucket
  * never grows. `"bare"` sends no checksum (the server still computes its own
  * CRC64NVME); `"verified"` does per object what both contenders do: CRC32 of
- * the body, put with it, HEAD to check it, which shows what that costs.
+ * the body (`@node-rs/crc32`, as the S3 sink), put with it, HEAD to check it,
+ * which shows what that costs.
  */
 import { randomFillSync } from "node:crypto"
 import { performance } from "node:perf_hooks"
-import { crc32 } from "node:zlib"
+import { crc32 } from "@node-rs/crc32"
 import { HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3"
 import type { Services } from "./services.ts"
 import { s3Client } from "./services.ts"

@@ -5,7 +5,7 @@
  * yields messages; each partition's messages are gathered into objects of
  * `recordsPerObject` records (the size Sluice's objects had), written in the
  * same format (each record as a `RecordEnvelope`, length-prefixed as
- * `Batch.decodeBody` reads), CRC32-summed (`node:zlib`), put with that checksum,
+ * `Batch.decodeBody` reads), CRC32-summed (`@node-rs/crc32`, as the S3 sink), put with that checksum,
  * checked with `HeadObject` (size and store-computed CRC32), then the
  * partition's offsets are committed up to its last verified object, in order.
  * At most 8 objects are in flight; the loop stops reading while 8 are.
@@ -18,7 +18,7 @@ import { Consumer } from "@platformatic/kafka"
 import type { Message } from "@platformatic/kafka"
 import { RecordEnvelope } from "@sluice/adapter-kafka"
 import { performance } from "node:perf_hooks"
-import { crc32 } from "node:zlib"
+import { crc32 } from "@node-rs/crc32"
 import type { Job, Result } from "./contender.ts"
 import { measure } from "./contender.ts"
 import type { Services } from "./services.ts"

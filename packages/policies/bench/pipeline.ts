@@ -10,10 +10,9 @@
  * Work per record, on both sides: seal into per-partition batches (at the
  * target the default composition starts with: `AdaptiveBatch`'s `initialBytes`
  * and `records`), encode the object body (`Batch.encodeBody`), CRC32 it
- * (the S3 adapter's default checksum: the loop calls `zlib.crc32`; Sluice's
- * sink calls what the adapter calls, `Crc32.of`, which computes half of a
- * pooled body of 1 MiB or more on a helper thread when there is a second
- * core), store it and its manifest, verify
+ * (the S3 adapter's default checksum, computed as the adapter computes it, on
+ * both sides: `@node-rs/crc32`, the CPU's CRC instructions), store it and its
+ * manifest, verify
  * (size and checksum read back from the store), commit each partition's
  * offsets in order; at most 8 uploads in flight (the knob's value for Sluice,
  * a pool of promises for the loop). The store is in memory with zero latency
@@ -46,8 +45,8 @@
  */
 import { Buffer } from "node:buffer"
 import * as V8 from "node:v8"
-import { crc32 } from "node:zlib"
-import { Batch, Config, Crc32, Failure, ObjectKey, Pipeline, Record } from "@sluice/core"
+import { crc32 } from "@node-rs/crc32"
+import { Batch, Config, Failure, ObjectKey, Pipeline, Record } from "@sluice/core"
 import type { Knob, Sink, Source } from "@sluice/core"
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Effect, Option, Stream } from "effect"
@@ -217,12 +216,10 @@ const newStore = () => ({
 type Store = ReturnType<typeof newStore>
 
 /**
- * Encodes, checksums and stores a batch. `checksumOf` is `zlib.crc32` for the
- * loop, and for Sluice what its S3 adapter computes CRC32 with (`Crc32.of`:
- * a pooled body of 1 MiB or more half on a helper thread when there is a
- * second core).
+ * Encodes, checksums and stores a batch: the same work for both sides, CRC32
+ * with what the S3 adapter computes it with where it loads (`@node-rs/crc32`).
  */
-const put = (store: Store, seen: Observed, batch: Batch.SealedBatch, checksumOf: (body: Uint8Array) => number): Sink.PutReceipt => {
+const put = (store: Store, seen: Observed, batch: Batch.SealedBatch): Sink.PutReceipt => {
   seen.objects++
   seen.inflight++
   seen.maxInflight = Math.max(seen.maxInflight, seen.inflight)
@@ -231,7 +228,7 @@ const put = (store: Store, seen: Observed, batch: Batch.SealedBatch, checksumOf:
   const body = Batch.encodeBody(batch)
   seen.peakArrayBuffers = Math.max(seen.peakArrayBuffers, process.memoryUsage().arrayBuffers)
   const t1 = performance.now()
-  const checksum = crc32Base64(checksumOf(body))
+  const checksum = crc32Base64(crc32(body))
   seen.encodeMillis += t1 - t0
   seen.checksumMillis += performance.now() - t1
   store.objects.set(batch.key, { objectBytes: body.byteLength, checksum })
@@ -264,7 +261,7 @@ const sluiceRun = (seen: Observed): Promise<number> => {
     putObject: (batch) =>
       Effect.sync(() => {
         seen.maxConcurrencyLimit = Math.max(seen.maxConcurrencyLimit, knobs?.current().concurrency ?? 0)
-        return put(store, seen, batch, Crc32.of)
+        return put(store, seen, batch)
       }),
     putManifest: (manifest) => Effect.sync(() => void store.manifests.set(manifest.key, manifest)),
     verify: (receipt) =>
@@ -309,7 +306,7 @@ const pooledPlainRun = (seen: Observed): Promise<number> => loop(seen, true)
 
 const loop = async (seen: Observed, recycle: boolean): Promise<number> => {
   const store = newStore()
-  const putObject = async (batch: Batch.SealedBatch) => put(store, seen, batch, crc32)
+  const putObject = async (batch: Batch.SealedBatch) => put(store, seen, batch)
   const putManifest = async (manifest: Batch.Manifest) => void store.manifests.set(manifest.key, manifest)
   const verify = async (receipt: Sink.PutReceipt) => {
     const failed = check(store, receipt)
