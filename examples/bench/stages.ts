@@ -32,7 +32,7 @@ export const stages = [
   "process start (module loading, type stripping, ajv schema compiling)",
   "Kafka read (fetch, decode, envelopes)",
   "body encoding (framing, copy)",
-  "CRC32 (node:zlib)",
+  "CRC32 (@node-rs/crc32; node:zlib, core's Crc32 where it does not load)",
   "S3 client (AWS SDK, Smithy, the S3 adapter)",
   "HTTP and sockets (node:http, net, tls, streams)",
   "pipeline stages (core: admission, sealer, limiter, uploader, committer)",
@@ -71,9 +71,9 @@ export const stageOf = (frame: CallFrame): Stage | "idle" | "root" | undefined =
   if (/^node:internal\/(modules|bootstrap|deps\/amaro)/.test(url) || url.includes("node_modules/ajv/") || url.startsWith("wasm://")) {
     return "process start (module loading, type stripping, ajv schema compiling)"
   }
-  if (/crc32/i.test(fn) || url === "node:zlib") return "CRC32 (node:zlib)"
+  if (/crc32/i.test(fn) || url === "node:zlib" || /core\/(src|dist\/src)\/(Crc32|internal\/crcHelper)\./.test(url)) return "CRC32 (@node-rs/crc32; node:zlib, core's Crc32 where it does not load)"
   if (url.includes("@platformatic/kafka") || url.includes("@platformatic/dynamic-buffer") || url.includes("adapters-kafka/") || url.includes("adapter-kafka/")) return "Kafka read (fetch, decode, envelopes)"
-  if (/core\/(src|dist\/src)\/(Batch|internal\/bodies|Compression)\./.test(url)) return "body encoding (framing, copy)"
+  if (/core\/(src|dist\/src)\/(Batch|internal\/bodies|internal\/frames|Compression)\./.test(url)) return "body encoding (framing, copy)"
   if (url.includes("@aws-sdk") || url.includes("@smithy") || url.includes("adapters-s3/") || url.includes("adapter-s3/")) return "S3 client (AWS SDK, Smithy, the S3 adapter)"
   if (/^node:(_http|http|https|net|tls|_tls|stream|internal\/streams|internal\/http|internal\/stream_base_commons)/.test(url)) {
     return "HTTP and sockets (node:http, net, tls, streams)"

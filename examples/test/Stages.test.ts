@@ -4,7 +4,7 @@
  * µs per record divide by the records archived; and its command line.
  */
 import { describe, expect, it } from "vitest"
-import { byStage, command, decode, table } from "../bench/stages.ts"
+import { byStage, command, decode, stageOf, table } from "../bench/stages.ts"
 import type { Profile } from "../bench/stages.ts"
 
 const frame = (functionName: string, url: string) => ({ functionName, url })
@@ -30,6 +30,27 @@ describe("bench/stages: CPU per stage from a V8 profile", () => {
     expect(busy.get("Kafka read (fetch, decode, envelopes)")).toBe(300)
     expect(busy.get("garbage collection")).toBe(200)
     expect(idleMicros).toBe(2000)
+  })
+
+  it("names the stage of each file that frames, copies or checksums a body (a frame of its own, or a native one called from it)", () => {
+    const CRC = "CRC32 (@node-rs/crc32; node:zlib, core's Crc32 where it does not load)"
+    expect(stageOf(frame("copyInto", "file:///x/packages/core/src/internal/frames.ts"))).toBe("body encoding (framing, copy)")
+    expect(stageOf(frame("take", "file:///x/packages/core/dist/src/internal/bodies.js"))).toBe("body encoding (framing, copy)")
+    expect(stageOf(frame("crc32", "file:///x/packages/adapters-s3/src/internal/SimdCrc.ts"))).toBe(CRC)
+    expect(stageOf(frame("of", "file:///x/packages/core/src/Crc32.ts"))).toBe(CRC)
+    expect(stageOf(frame("crc32", "node:zlib"))).toBe(CRC)
+    expect(stageOf(frame("stepAll", "file:///x/packages/core/src/Policy.ts"))).toBe("pipeline stages (core: admission, sealer, limiter, uploader, committer)")
+    // A native copy (Buffer#fill) called from the framing: the framing's stage.
+    const copy: Profile = {
+      nodes: [
+        { id: 1, callFrame: frame("(root)", ""), children: [2] },
+        { id: 2, callFrame: frame("copyInto", "file:///x/packages/core/src/internal/frames.ts"), children: [3] },
+        { id: 3, callFrame: frame("fill", "") }
+      ],
+      samples: [3, 2],
+      timeDeltas: [70, 30]
+    }
+    expect(byStage(copy).busy.get("body encoding (framing, copy)")).toBe(100)
   })
 
   it("prints µs per record over the busy time", () => {
