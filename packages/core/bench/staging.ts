@@ -13,10 +13,11 @@
  * node packages/core/bench/staging.ts
  * ```
  *
- * It reproduces the loop rather than calling `writeFrames`, whose staging
- * size is a constant; the loop is the same code with the size as a parameter.
+ * It calls `writeFramesStaged`, what `writeFrames` runs into shared memory
+ * with its staging buffer as a parameter; "none" is `set` straight into the
+ * body, as before staging.
  */
-import { Buffer } from "node:buffer"
+import { writeFramesStaged } from "../src/internal/frames.ts"
 
 const FRAME_HEADER_BYTES = 4
 const RECORD_BYTES = 150
@@ -24,51 +25,32 @@ const RECORDS = 54_000
 const ROUNDS = 40
 const SIZES = [0, 4 * 1024, 16 * 1024, 64 * 1024, 256 * 1024, 1024 * 1024]
 
-type Write = (out: Uint8Array, at: number, payloads: ReadonlyArray<Uint8Array>) => number
-
-const writerFor = (stagingBytes: number): Write => {
-  const stage = new Uint8Array(Math.max(1, stagingBytes))
-  const stageView = new DataView(stage.buffer)
-  return (out, at, payloads) => {
-    const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
-    let end = at
-    if (stagingBytes === 0) {
-      for (const p of payloads) {
-        view.setUint32(end, p.byteLength)
-        out.set(p, end + FRAME_HEADER_BYTES)
-        end += FRAME_HEADER_BYTES + p.byteLength
-      }
-      return end
-    }
-    let staged = 0
-    const flush = (): void => {
-      if (staged > 0) Buffer.prototype.fill.call(out, stage.subarray(0, staged), end - staged, end)
-      staged = 0
-    }
-    for (const p of payloads) {
-      const framed = FRAME_HEADER_BYTES + p.byteLength
-      if (staged + framed > stagingBytes) flush()
-      stageView.setUint32(staged, p.byteLength)
-      stage.set(p, staged + FRAME_HEADER_BYTES)
-      staged += framed
-      end += framed
-    }
-    flush()
-    return end
-  }
-}
-
 const slab = new Uint8Array(RECORDS * (RECORD_BYTES + 1))
 for (let i = 0; i < slab.length; i++) slab[i] = Math.imul(i, 31) & 0xff
 // One byte between records: the views sit at every alignment.
 const payloads = Array.from({ length: RECORDS }, (_, i) => slab.subarray(i * (RECORD_BYTES + 1), i * (RECORD_BYTES + 1) + RECORD_BYTES))
 const body = new Uint8Array(new SharedArrayBuffer(RECORDS * (RECORD_BYTES + FRAME_HEADER_BYTES) + 1))
-const writers = SIZES.map(writerFor)
+const writers = SIZES.map((size) => {
+  if (size > 0) {
+    const stage = new Uint8Array(size)
+    return () => writeFramesStaged(body, 1, payloads, stage)
+  }
+  return () => {
+    const view = new DataView(body.buffer)
+    let end = 1
+    for (const p of payloads) {
+      view.setUint32(end, p.byteLength)
+      body.set(p, end + FRAME_HEADER_BYTES)
+      end += FRAME_HEADER_BYTES + p.byteLength
+    }
+    return end
+  }
+})
 const times = SIZES.map((): Array<number> => [])
 for (let r = 0; r < ROUNDS; r++) {
   writers.forEach((write, k) => {
     const start = performance.now()
-    write(body, 1, payloads)
+    write()
     times[k]?.push(performance.now() - start)
   })
 }

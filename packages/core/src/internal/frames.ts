@@ -71,9 +71,15 @@ export const writeFrames = (out: Uint8Array, at: number, payloads: ReadonlyArray
   return end
 }
 
-const writeFramesShared = (out: Uint8Array, at: number, payloads: ReadonlyArray<Uint8Array>): number => {
-  const stage = (staging ??= new Uint8Array(STAGING_BYTES))
-  const stageView = new DataView(stage.buffer)
+const writeFramesShared = (out: Uint8Array, at: number, payloads: ReadonlyArray<Uint8Array>): number =>
+  writeFramesStaged(out, at, payloads, (staging ??= new Uint8Array(STAGING_BYTES)))
+
+/**
+ * {@link writeFrames} into shared memory with `stage` as the staging buffer
+ * (exported for `bench/staging.ts`, which compares sizes).
+ */
+export const writeFramesStaged = (out: Uint8Array, at: number, payloads: ReadonlyArray<Uint8Array>, stage: Uint8Array): number => {
+  const stageView = new DataView(stage.buffer, stage.byteOffset, stage.byteLength)
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
   let staged = 0 // bytes framed in `stage`, bound for `out` at `end - staged`
   let end = at
@@ -83,12 +89,12 @@ const writeFramesShared = (out: Uint8Array, at: number, payloads: ReadonlyArray<
   }
   for (const p of payloads) {
     const framed = FRAME_HEADER_BYTES + p.byteLength
-    if (p.byteLength >= FILL_FROM_BYTES) {
+    if (p.byteLength >= FILL_FROM_BYTES || framed > stage.byteLength) {
       flush()
       view.setUint32(end, p.byteLength)
       copyInto(out, p, end + FRAME_HEADER_BYTES)
     } else {
-      if (staged + framed > STAGING_BYTES) flush()
+      if (staged + framed > stage.byteLength) flush()
       stageView.setUint32(staged, p.byteLength)
       stage.set(p, staged + FRAME_HEADER_BYTES)
       staged += framed
