@@ -15,6 +15,7 @@ import { Effect, Logger } from "effect"
 import fc from "fast-check"
 import { Batch, Crc32, Record } from "../src/index.ts"
 import * as CrcHelper from "../src/internal/crcHelper.ts"
+import * as Frames from "../src/internal/frames.ts"
 
 /**
  * `bytes` of deterministic content in shared memory, different for each
@@ -205,6 +206,20 @@ describe("pooled bodies in shared memory", () => {
         Batch.releaseBody(sealed)
       }),
       { numRuns: 30 }
+    )
+  })
+
+  it("with any staging buffer, even one smaller than a record, the frames are the same bytes", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 600 }), { minLength: 1, maxLength: 80 }), fc.integer({ min: 1, max: 700 }), fc.integer({ min: 0, max: 7 }), (sizes, stageBytes, at) => {
+        const payloads = sizes.map((n, i) => sharedBytes(n, i + 3).slice())
+        const expected = Buffer.concat(payloads.flatMap((p) => [Buffer.from([p.byteLength >>> 24, (p.byteLength >>> 16) & 255, (p.byteLength >>> 8) & 255, p.byteLength & 255]), p]))
+        const out = new Uint8Array(new SharedArrayBuffer(at + expected.byteLength))
+        const end = Frames.writeFramesStaged(out, at, payloads, new Uint8Array(stageBytes))
+        expect(end).toBe(at + expected.byteLength)
+        expect(Buffer.from(out.buffer, at, expected.byteLength).equals(expected)).toBe(true)
+      }),
+      { numRuns: 100 }
     )
   })
 })
