@@ -27,6 +27,13 @@ const sharedBytes = (bytes: number, seed: number): Uint8Array => {
   return out
 }
 
+/**
+ * The framing of `payloads`, built outside the code under test: per record a
+ * big-endian uint32 length, then its bytes.
+ */
+const framingOf = (payloads: ReadonlyArray<Uint8Array>): Buffer =>
+  Buffer.concat(payloads.flatMap((p) => [Buffer.from([p.byteLength >>> 24, (p.byteLength >>> 16) & 255, (p.byteLength >>> 8) & 255, p.byteLength & 255]), p]))
+
 /** Waits until the helper thread takes jobs (it starts on the first large shared body). */
 const helperOnline = async (): Promise<void> => {
   Crc32.of(sharedBytes(Crc32.SPLIT_FROM_BYTES, 1))
@@ -199,8 +206,7 @@ describe("pooled bodies in shared memory", () => {
         const batch = Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads })
         const sealed: Batch.SealedBatch = { ...batch, chunks }
         const body = Batch.encodeBody(sealed)
-        // Outside the code under test: the framing is a length (big-endian uint32) then the bytes, per record.
-        const expected = Buffer.concat(payloads.flatMap((p) => [Buffer.from([p.byteLength >>> 24, (p.byteLength >>> 16) & 255, (p.byteLength >>> 8) & 255, p.byteLength & 255]), p]))
+        const expected = framingOf(payloads)
         if (body.byteLength >= 64 * 1024) expect(body.buffer).toBeInstanceOf(SharedArrayBuffer)
         expect(Buffer.from(body.buffer, body.byteOffset, body.byteLength).equals(expected)).toBe(true)
         Batch.releaseBody(sealed)
@@ -213,7 +219,7 @@ describe("pooled bodies in shared memory", () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: 600 }), { minLength: 1, maxLength: 80 }), fc.integer({ min: 1, max: 700 }), fc.integer({ min: 0, max: 7 }), (sizes, stageBytes, at) => {
         const payloads = sizes.map((n, i) => sharedBytes(n, i + 3).slice())
-        const expected = Buffer.concat(payloads.flatMap((p) => [Buffer.from([p.byteLength >>> 24, (p.byteLength >>> 16) & 255, (p.byteLength >>> 8) & 255, p.byteLength & 255]), p]))
+        const expected = framingOf(payloads)
         const out = new Uint8Array(new SharedArrayBuffer(at + expected.byteLength))
         const end = Frames.writeFramesStaged(out, at, payloads, new Uint8Array(stageBytes))
         expect(end).toBe(at + expected.byteLength)
