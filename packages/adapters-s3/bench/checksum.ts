@@ -16,7 +16,9 @@
  * - `CRC32 @node-rs/crc32` and `CRC32C @node-rs/crc32`: the CPU's CRC
  *   instructions (what the sink uses where that module loads).
  * - `CRC32 sink multipart`: what the sink does for a multipart upload with
- *   8 MiB parts: one `Checksums.digest` per part plus `Checksums.fullObjectOf`.
+ *   8 MiB parts: one CRC-32 per part, with what `Checksums.digest` computes
+ *   it with (`@node-rs/crc32`, else `zlib.crc32`; called directly, as the
+ *   round is synchronous), plus `Checksums.fullObjectOf`.
  * - `CRC64NVME crt`: `CrtCrc64Nvme` from `@aws-sdk/crc64-nvme-crt` (native,
  *   `aws-crt`), only if it resolves (it is not a dependency: 73 packages and
  *   66 MB installed); `--crt-dir <dir>` names a folder where it is installed.
