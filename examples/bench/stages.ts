@@ -4,7 +4,7 @@
  *
  * ```sh
  * npm run bench:e2e -- --rounds 1 --cpu-prof /tmp/prof
- * node examples/bench/stages.ts /tmp/prof/<the Sluice run's>.cpuprofile --records 1000000
+ * npm run bench:stages -- /tmp/prof/<the Sluice run's>.cpuprofile --records 1000000
  * ```
  *
  * Each sample's time goes to the stage of the nearest frame, from the leaf up,
@@ -139,12 +139,12 @@ export const command = CommandLine.script("stages", {
     Argument.withDescription("a V8 CPU profile (.cpuprofile), e.g. one bench:e2e --cpu-prof wrote for a Sluice run")
   ),
   records: Flag.Finite("records").pipe(Flag.withMetavar("n"), Flag.withDescription("the records the profiled run archived (µs per record divide by it)"))
-}, "Where an archiver's main thread spends its CPU, per stage, from a V8 CPU profile: a Markdown table of each stage's share of the busy time and µs per record.", { invocation: "node examples/bench/stages.ts" })
+}, "Where an archiver's main thread spends its CPU, per stage, from a V8 CPU profile: a Markdown table of each stage's share of the busy time and µs per record.", { invocation: "npm run bench:stages --" })
 
 /** Reads the argument list: the profile's path and the records (a number > 0), the help, a completion script, or what is wrong. */
 export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<{ readonly profile: string; readonly records: number }> =>
   readLine(command, argv, (flags) =>
-    flags.records > 0 ? Result.succeed(flags) : Result.fail("usage: node examples/bench/stages.ts PROFILE.cpuprofile --records N"))
+    flags.records > 0 ? Result.succeed(flags) : Result.fail("usage: npm run bench:stages -- PROFILE.cpuprofile --records N"))
 
 if (import.meta.main) {
   const options = CommandLine.settle(decode(process.argv.slice(2)), command.help)

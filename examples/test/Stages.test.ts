@@ -62,7 +62,7 @@ describe("bench/stages: CPU per stage from a V8 profile", () => {
 
 describe("bench/stages: the command line", () => {
   it("generates the help from the definition: the profile argument and --records", () => {
-    expect(command.help).toContain("node examples/bench/stages.ts [flags] <profile>")
+    expect(command.help).toContain("npm run bench:stages -- [flags] <profile>")
     expect(command.help).toMatch(/--records n +the records the profiled run archived/)
     expect(decode(["--help"])).toEqual({ _tag: "Help", text: command.help })
   })
@@ -81,6 +81,6 @@ describe("bench/stages: the command line", () => {
   })
 
   it("keeps its usage line for records that are not > 0", () => {
-    expect(decode(["a.cpuprofile", "--records", "0"])).toEqual({ _tag: "Invalid", message: "usage: node examples/bench/stages.ts PROFILE.cpuprofile --records N" })
+    expect(decode(["a.cpuprofile", "--records", "0"])).toEqual({ _tag: "Invalid", message: "usage: npm run bench:stages -- PROFILE.cpuprofile --records N" })
   })
 })

@@ -7,7 +7,7 @@
  * alternate the formats; the median round is reported.
  *
  * ```sh
- * node --conditions=@sluice/source packages/adapters-kafka/bench/decode.ts
+ * npm run bench:decode
  * ```
  */
 import { createRecordsBatch } from "@platformatic/kafka"

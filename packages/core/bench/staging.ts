@@ -10,7 +10,7 @@
  * alternated within each round, the median round reported.
  *
  * ```sh
- * node packages/core/bench/staging.ts
+ * npm run bench:staging
  * ```
  *
  * It calls `writeFramesStaged`, what `writeFrames` runs into shared memory

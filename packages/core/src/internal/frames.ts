@@ -37,7 +37,7 @@ export const copyInto = (out: Uint8Array, src: Uint8Array, at: number): void => 
 /**
  * Bytes of the unshared buffer in which {@link writeFrames} frames small
  * records bound for shared memory, copied on with one `memcpy` each time it
- * fills. `node packages/core/bench/staging.ts` (54 k records of 150 B into
+ * fills. `npm run bench:staging` (54 k records of 150 B into
  * an 8 MiB shared body), ns a record, three runs here: none 84–86; 4 KiB
  * 55–59; 16 KiB 50–52; 64 KiB 49–52; 256 KiB 49–51; 1 MiB 56–58. Smaller
  * pays the call into C++ more often, larger falls out of the CPU's L2 cache
