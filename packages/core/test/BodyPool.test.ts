@@ -140,4 +140,37 @@ describe("pooled bodies", () => {
     expect(zeroes.length).toBe(100)
     expect(zeroes.every((p) => p.byteLength === 1_000 && p.every((byte) => byte === 0))).toBe(true)
   })
+
+  it("a batch target that moves by a few per cent a batch keeps writing into the buffers it just used", () => {
+    Bodies.drainPool()
+    const payload = new Uint8Array(3_000)
+    const buffers = new Set<ArrayBufferLike>()
+    // Bodies of 6.9 to 8.6 MB, up 80 records (~3.5 %) a batch and back, as AdaptiveBatch walks
+    // its target; each recycled once stored. Across 8 MiB: two powers of two, two buffers.
+    for (let i = 0; i < 24; i++) {
+      const batch = Batch.make({
+        source: "moving",
+        partition: 0,
+        firstOffset: i * 10_000,
+        payloads: Array.from({ length: 2_300 + (i % 8) * 80 }, () => payload)
+      })
+      buffers.add(Batch.encodeBody(batch).buffer)
+      Batch.recycleBody(batch)
+    }
+    expect(buffers.size).toBeLessThanOrEqual(2)
+  })
+
+  it("takes the most recently freed buffer that fits, and drops the least recently freed when full", () => {
+    Bodies.drainPool()
+    const batchOf = (n: number, partition: number) =>
+      Batch.make({ source: "lifo", partition, firstOffset: 0, payloads: Array.from({ length: n }, () => new Uint8Array(1_000)) })
+    // Nine bodies of the same size in flight at once, then stored in order: the free list keeps 8.
+    const batches = Array.from({ length: Bodies.MAX_FREE + 1 }, (_, i) => batchOf(100, i))
+    const bufferOf = batches.map((b) => Batch.encodeBody(b).buffer)
+    for (const b of batches) Batch.recycleBody(b)
+    expect(Bodies.poolStats().buffers).toBe(Bodies.MAX_FREE)
+    // The next bodies get the buffers back newest first; the first one freed was dropped.
+    const again = Array.from({ length: Bodies.MAX_FREE + 1 }, (_, i) => Batch.encodeBody(batchOf(100, 100 + i)).buffer)
+    expect(again.map((b) => bufferOf.indexOf(b))).toEqual([8, 7, 6, 5, 4, 3, 2, 1, -1])
+  })
 })
