@@ -76,6 +76,29 @@ describe("decodePartition", () => {
     expect([...(chunk?.framed ?? [])]).toEqual([0, 0, 0, 2, 0x72, 0x30, 0, 0, 0, 0]) // "r0", then the empty value
   })
 
+  it("decodes an answer larger than its scratch buffer whole, and a chunk keeps its bytes through later decodes", () => {
+    // 3 × 1 000 records of 1 000 B: frames of ~3 MB, past the decoder's first 2 MiB of scratch.
+    const big = (firstOffset: number, tag: string): RecordsBatch => {
+      const b = batch(firstOffset, Array.from({ length: 1_000 }, (_, i) => i), 999)
+      for (const r of b.records) r.value = Buffer.from(`${tag}${firstOffset + r.offsetDelta}`.padEnd(1_000, "."))
+      return b
+    }
+    const expected = (tag: string) => Array.from({ length: 3_000 }, (_, i) => `${tag}${i}`.padEnd(1_000, "."))
+    for (const format of ["value", "envelope"] as const) {
+      const text = (chunk: Record.RecordChunk | undefined) =>
+        (payloadsOf(chunk) ?? []).map((p) => Buffer.from(format === "value" ? p : RecordEnvelope.decode(p).value ?? []).toString())
+      const first = decodePartition("s", 0, 0, wire([big(0, "a"), big(1_000, "a"), big(2_000, "a")]), 0, format)
+      expect(first.next).toBe(3_000)
+      expect(text(first.chunk)).toEqual(expected("a"))
+      expect(first.chunk?.framed?.buffer.byteLength).toBe(first.chunk?.framed?.byteLength)
+      // The next answers reuse the decoder's scratch; the first chunk's bytes stay as they were.
+      const second = decodePartition("s", 0, 0, wire([big(0, "b"), big(1_000, "b"), big(2_000, "b")]), 0, format)
+      decodePartition("s", 0, 0, wire([batch(0, [0, 1], 1)]), 0, format)
+      expect(text(second.chunk)).toEqual(expected("b"))
+      expect(text(first.chunk)).toEqual(expected("a"))
+    }
+  })
+
   it("leaves out a partial batch at the end of the response (the broker cuts at its size limit)", () => {
     const whole = wire([batch(0, [0, 1], 1), batch(2, [0, 1, 2], 2)])
     for (const cut of [whole.byteLength - 1, whole.byteLength - 30, batchBytes(batch(0, [0, 1], 1)).byteLength + 5]) {
