@@ -2,14 +2,19 @@
  * Pooled bodies (`Batch.recycleBody`, `Sink.keepsBodies`): a recycled body's
  * memory is reused for a later batch, never while a sink may still read it.
  * Checked from outside: the bytes a sink holds during its `putObject`, and the
- * records decoded from what it stored against what the source produced.
+ * records decoded from what it stored against what the source produced. Pooled
+ * bodies live in shared memory: their bytes against a framing built here.
  */
+import { Buffer } from "node:buffer"
+import { crc32 } from "node:zlib"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import { Batch, Memory, Pipeline } from "../src/index.ts"
+import fc from "fast-check"
+import { Batch, Memory, Pipeline, Record } from "../src/index.ts"
 import type { Sink } from "../src/index.ts"
 import * as Bodies from "../src/internal/bodies.ts"
-import { runVirtual } from "./support.ts"
+import * as Frames from "../src/internal/frames.ts"
+import { runVirtual, sharedBytes } from "./support.ts"
 
 const PARTITIONS = 2
 /** Records per partition (`Memory.source`'s `records`). */
@@ -38,6 +43,13 @@ const expectEveryRecordOnce = (ids: Map<string, number>) => {
     for (let o = 0; o < PER_PARTITION; o++) expect(ids.get(`t/${p}/${o}`), `t/${p}/${o}`).toBe(1)
   }
 }
+
+/**
+ * The framing of `payloads`, built outside the code under test: per record a
+ * big-endian uint32 length, then its bytes.
+ */
+const framingOf = (payloads: ReadonlyArray<Uint8Array>): Buffer =>
+  Buffer.concat(payloads.flatMap((p) => [Buffer.from([p.byteLength >>> 24, (p.byteLength >>> 16) & 255, (p.byteLength >>> 8) & 255, p.byteLength & 255]), p]))
 
 describe("pooled bodies", () => {
   it.effect("a sink that keeps no bodies gets recycled memory, never overwritten while its putObject runs", () =>
@@ -172,5 +184,66 @@ describe("pooled bodies", () => {
     // The next bodies get the buffers back newest first; the first one freed was dropped.
     const again = Array.from({ length: Bodies.MAX_FREE + 1 }, (_, i) => Batch.encodeBody(batchOf(100, 100 + i)).buffer)
     expect(again.map((b) => bufferOf.indexOf(b))).toEqual([8, 7, 6, 5, 4, 3, 2, 1, -1])
+  })
+})
+
+describe("pooled bodies in shared memory", () => {
+  it("a body of 64 KiB or more lives in a SharedArrayBuffer and holds exactly the framed records, at any alignment", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 9_000 }), { minLength: 8, maxLength: 40 }), (sizes) => {
+        const payloads = sizes.map((size, i) => sharedBytes(size, i + 1).slice())
+        // Chunks of odd record counts: framed buffers of odd lengths, copied at unaligned offsets.
+        const chunks: Array<Record.RecordChunk> = []
+        for (let from = 0; from < payloads.length; from += 3) {
+          const views = Record.chunkOf("t", 0, from, payloads.slice(from, from + 3))
+          const framed = Record.frame(views).framed
+          chunks.push(framed === undefined ? views : { ...views, payloads: undefined, framed })
+        }
+        const batch = Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads })
+        const sealed: Batch.SealedBatch = { ...batch, chunks }
+        const body = Batch.encodeBody(sealed)
+        if (body.byteLength >= 64 * 1024) expect(body.buffer).toBeInstanceOf(SharedArrayBuffer)
+        expect(Batch.decodeBody(body).map((p) => crc32(p))).toEqual(payloads.map((p) => crc32(p)))
+        Batch.releaseBody(sealed)
+      }),
+      { numRuns: 40 }
+    )
+  })
+
+  it("records one per view (not framed) land in a shared body exactly as framed, small and large mixed, across many staging buffers", () => {
+    // Mostly small records (framed in an unshared buffer, copied on when it fills), some of 384 B and more
+    // (copied straight in), over 64 KiB of small ones so that the staging buffer fills several times.
+    const size = fc.oneof({ weight: 9, arbitrary: fc.integer({ min: 0, max: 383 }) }, { weight: 1, arbitrary: fc.integer({ min: 384, max: 5_000 }) })
+    fc.assert(
+      fc.property(fc.array(size, { minLength: 300, maxLength: 1_500 }), fc.integer({ min: 1, max: 97 }), (sizes, per) => {
+        const payloads = sizes.map((n, i) => sharedBytes(n, i + 7).slice())
+        const chunks: Array<Record.RecordChunk> = []
+        for (let from = 0; from < payloads.length; from += per) {
+          chunks.push(Record.chunkOf("t", 0, from, payloads.slice(from, from + per)))
+        }
+        const batch = Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads })
+        const sealed: Batch.SealedBatch = { ...batch, chunks }
+        const body = Batch.encodeBody(sealed)
+        const expected = framingOf(payloads)
+        if (body.byteLength >= 64 * 1024) expect(body.buffer).toBeInstanceOf(SharedArrayBuffer)
+        expect(Buffer.from(body.buffer, body.byteOffset, body.byteLength).equals(expected)).toBe(true)
+        Batch.releaseBody(sealed)
+      }),
+      { numRuns: 30 }
+    )
+  })
+
+  it("with any staging buffer, even one smaller than a record, the frames are the same bytes", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 600 }), { minLength: 1, maxLength: 80 }), fc.integer({ min: 1, max: 700 }), fc.integer({ min: 0, max: 7 }), (sizes, stageBytes, at) => {
+        const payloads = sizes.map((n, i) => sharedBytes(n, i + 3).slice())
+        const expected = framingOf(payloads)
+        const out = new Uint8Array(new SharedArrayBuffer(at + expected.byteLength))
+        const end = Frames.writeFramesStaged(out, at, payloads, new Uint8Array(stageBytes))
+        expect(end).toBe(at + expected.byteLength)
+        expect(Buffer.from(out.buffer, at, expected.byteLength).equals(expected)).toBe(true)
+      }),
+      { numRuns: 100 }
+    )
   })
 })

@@ -5,7 +5,6 @@
  * `Worker#postMessage`), its failure by stopping the thread, and the process
  * exit in a child process.
  */
-import { Buffer } from "node:buffer"
 import { spawnSync } from "node:child_process"
 import { Worker } from "node:worker_threads"
 import type { Transferable } from "node:worker_threads"
@@ -13,26 +12,9 @@ import { crc32 } from "node:zlib"
 import { afterEach, describe, expect, it, vi } from "@effect/vitest"
 import { Effect, Logger } from "effect"
 import fc from "fast-check"
-import { Batch, Crc32, Record } from "../src/index.ts"
+import { Crc32 } from "../src/index.ts"
 import * as CrcHelper from "../src/internal/crcHelper.ts"
-import * as Frames from "../src/internal/frames.ts"
-
-/**
- * `bytes` of deterministic content in shared memory, different for each
- * `seed` (the top byte of a multiplicative hash of the position).
- */
-const sharedBytes = (bytes: number, seed: number): Uint8Array => {
-  const out = new Uint8Array(new SharedArrayBuffer(bytes))
-  for (let i = 0; i < bytes; i++) out[i] = Math.imul(i + seed, 0x9e3779b1) >>> 24
-  return out
-}
-
-/**
- * The framing of `payloads`, built outside the code under test: per record a
- * big-endian uint32 length, then its bytes.
- */
-const framingOf = (payloads: ReadonlyArray<Uint8Array>): Buffer =>
-  Buffer.concat(payloads.flatMap((p) => [Buffer.from([p.byteLength >>> 24, (p.byteLength >>> 16) & 255, (p.byteLength >>> 8) & 255, p.byteLength & 255]), p]))
+import { sharedBytes } from "./support.ts"
 
 /** Waits until the helper thread takes jobs (it starts on the first large shared body). */
 const helperOnline = async (): Promise<void> => {
@@ -166,66 +148,5 @@ describe("Crc32 and the process", () => {
     expect(child.error).toBeUndefined()
     expect(child.stdout.trim()).toBe(`helped ${crc32(new Uint8Array(4 << 20))}`)
     expect(child.status).toBe(0)
-  })
-})
-
-describe("pooled bodies in shared memory", () => {
-  it("a body of 64 KiB or more lives in a SharedArrayBuffer and holds exactly the framed records, at any alignment", () => {
-    fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 9_000 }), { minLength: 8, maxLength: 40 }), (sizes) => {
-        const payloads = sizes.map((size, i) => sharedBytes(size, i + 1).slice())
-        // Chunks of odd record counts: framed buffers of odd lengths, copied at unaligned offsets.
-        const chunks: Array<Record.RecordChunk> = []
-        for (let from = 0; from < payloads.length; from += 3) {
-          const views = Record.chunkOf("t", 0, from, payloads.slice(from, from + 3))
-          const framed = Record.frame(views).framed
-          chunks.push(framed === undefined ? views : { ...views, payloads: undefined, framed })
-        }
-        const batch = Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads })
-        const sealed: Batch.SealedBatch = { ...batch, chunks }
-        const body = Batch.encodeBody(sealed)
-        if (body.byteLength >= 64 * 1024) expect(body.buffer).toBeInstanceOf(SharedArrayBuffer)
-        expect(Batch.decodeBody(body).map((p) => crc32(p))).toEqual(payloads.map((p) => crc32(p)))
-        Batch.releaseBody(sealed)
-      }),
-      { numRuns: 40 }
-    )
-  })
-
-  it("records one per view (not framed) land in a shared body exactly as framed, small and large mixed, across many staging buffers", () => {
-    // Mostly small records (framed in an unshared buffer, copied on when it fills), some of 384 B and more
-    // (copied straight in), over 64 KiB of small ones so that the staging buffer fills several times.
-    const size = fc.oneof({ weight: 9, arbitrary: fc.integer({ min: 0, max: 383 }) }, { weight: 1, arbitrary: fc.integer({ min: 384, max: 5_000 }) })
-    fc.assert(
-      fc.property(fc.array(size, { minLength: 300, maxLength: 1_500 }), fc.integer({ min: 1, max: 97 }), (sizes, per) => {
-        const payloads = sizes.map((n, i) => sharedBytes(n, i + 7).slice())
-        const chunks: Array<Record.RecordChunk> = []
-        for (let from = 0; from < payloads.length; from += per) {
-          chunks.push(Record.chunkOf("t", 0, from, payloads.slice(from, from + per)))
-        }
-        const batch = Batch.make({ source: "t", partition: 0, firstOffset: 0, payloads })
-        const sealed: Batch.SealedBatch = { ...batch, chunks }
-        const body = Batch.encodeBody(sealed)
-        const expected = framingOf(payloads)
-        if (body.byteLength >= 64 * 1024) expect(body.buffer).toBeInstanceOf(SharedArrayBuffer)
-        expect(Buffer.from(body.buffer, body.byteOffset, body.byteLength).equals(expected)).toBe(true)
-        Batch.releaseBody(sealed)
-      }),
-      { numRuns: 30 }
-    )
-  })
-
-  it("with any staging buffer, even one smaller than a record, the frames are the same bytes", () => {
-    fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 600 }), { minLength: 1, maxLength: 80 }), fc.integer({ min: 1, max: 700 }), fc.integer({ min: 0, max: 7 }), (sizes, stageBytes, at) => {
-        const payloads = sizes.map((n, i) => sharedBytes(n, i + 3).slice())
-        const expected = framingOf(payloads)
-        const out = new Uint8Array(new SharedArrayBuffer(at + expected.byteLength))
-        const end = Frames.writeFramesStaged(out, at, payloads, new Uint8Array(stageBytes))
-        expect(end).toBe(at + expected.byteLength)
-        expect(Buffer.from(out.buffer, at, expected.byteLength).equals(expected)).toBe(true)
-      }),
-      { numRuns: 100 }
-    )
   })
 })

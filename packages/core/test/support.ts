@@ -57,3 +57,13 @@ export const listSource = (events: ReadonlyArray<Source.SourceEvent>) => {
   }
   return { source, committed }
 }
+
+/**
+ * `bytes` of deterministic content in shared memory, different for each
+ * `seed` (the top byte of a multiplicative hash of the position).
+ */
+export const sharedBytes = (bytes: number, seed: number): Uint8Array => {
+  const out = new Uint8Array(new SharedArrayBuffer(bytes))
+  for (let i = 0; i < bytes; i++) out[i] = Math.imul(i + seed, 0x9e3779b1) >>> 24
+  return out
+}
