@@ -13,8 +13,11 @@
  * puts the body's buffer on a free list the next encode takes from. Writing
  * into memory already mapped costs a fraction of a fresh allocation's first
  * write (page faults, zeroing). Bounded: at most {@link MAX_FREE} free
- * buffers holding at most {@link MAX_FREE_BYTES}; a buffer beyond either is
- * left to the garbage collector. Pool buffers are `SharedArrayBuffer`s, so
+ * buffers holding at most {@link MAX_FREE_BYTES}; beyond either, the least
+ * recently freed buffers are left to the garbage collector (a buffer larger
+ * than the byte bound is never kept). Size classes are powers of two, and a
+ * body takes the most recently freed buffer that fits, the one most likely
+ * still in the CPU's caches. Pool buffers are `SharedArrayBuffer`s, so
  * that a helper thread can checksum half a body without a copy (`Crc32.of`).
  * A buffer is given out to one body at a time
  * (it leaves the free list when taken, and only a pooled body that is
