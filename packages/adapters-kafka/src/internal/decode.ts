@@ -26,9 +26,8 @@ const EMPTY = new Uint8Array(0)
 const INITIAL_SCRATCH_BYTES = 2 * 1024 * 1024
 /** Kept between calls up to this size; a larger one (a partition answer beyond 16 MiB) is left to the garbage collector. */
 const MAX_SCRATCH_BYTES = 16 * 1024 * 1024
-/** Frames are written here first (one per thread, used synchronously), then copied out at their exact size. */
-let scratch = new Uint8Array(INITIAL_SCRATCH_BYTES)
-let scratchView = new DataView(scratch.buffer)
+/** Frames are written here first (one per thread, made on first use, used synchronously), then copied out at their exact size. */
+let scratch: Uint8Array | undefined
 
 /**
  * Copies bytes between two Uint8Arrays without allocating: `Buffer#copy`
@@ -68,8 +67,8 @@ export const decodePartition = (
   const envelopes = format === "envelope"
   // One pass: frames written into the thread's scratch buffer (grown to fit),
   // then copied once into a buffer of their exact size.
-  let arena = scratch
-  let view = scratchView
+  let arena = (scratch ??= new Uint8Array(INITIAL_SCRATCH_BYTES))
+  let view = new DataView(arena.buffer)
   let at = 0
   const room = (bytes: number): void => {
     if (at + bytes <= arena.byteLength) return
@@ -155,10 +154,7 @@ export const decodePartition = (
     }
     next = batch.end
   }
-  if (arena !== scratch && arena.byteLength <= MAX_SCRATCH_BYTES) {
-    scratch = arena
-    scratchView = view
-  }
+  if (arena !== scratch && arena.byteLength <= MAX_SCRATCH_BYTES) scratch = arena
   if (count === 0) return { chunk: undefined, next }
   return {
     chunk: {
