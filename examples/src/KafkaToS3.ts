@@ -163,7 +163,10 @@ export const onSignal: Effect.Effect<void> = Effect.gen(function*() {
   console.error("draining: stopped reading, finishing uploads in flight …")
 })
 
-const isMain = process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/^.*\//, "/"))
+// Run as a script only when started as this file (`KafkaToS3.js` built, `KafkaToS3.ts` on the
+// sources). Not by `import.meta`: bundled into another entry (`examples/bundle.ts`), this module
+// shares that entry's `import.meta`, and would take the entry's arguments as its own.
+const isMain = /(^|[/\\])KafkaToS3\.[jt]s$/.test(process.argv[1] ?? "")
 if (isMain) {
   const [topic, bucket, flag] = process.argv.slice(2)
   const env = (name: string) => {

@@ -132,6 +132,16 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
     smoke: `${produceSmall} && { node examples/dist/KafkaToS3.js "$t" "$t" --follow & p=$!; sleep 12; kill -TERM $p; wait $p; }`,
     output: /^(?=[\s\S]*draining: stopped reading)(?=[\s\S]*archived \d+ records in \d+ objects)/
   },
+  // The archiver built into one file (examples/bundle.ts), run on the services npm test started.
+  {
+    command: "npm run bundle -w @sluice/examples",
+    output: /dist\/bundle\/kafka-to-s3\.mjs\n[\s\S]*dist\/bundle\/bench-e2e\.mjs/
+  },
+  {
+    command: "node examples/dist/bundle/kafka-to-s3.mjs <topic> <bucket> --until-committed 1000",
+    smoke: `npm run -s bundle -w @sluice/examples >/dev/null && ${produceSmall} && node examples/dist/bundle/kafka-to-s3.mjs "$t" "$t" --until-committed 1000 --prometheus-port 0 --progress-seconds 0`,
+    output: /"reason":"committed","recordsRead":1000,"recordsVerified":1000,"recordsCommitted":1000/
+  },
   {
     command: "npm run chaos -- --runs 20 --json",
     // 200 000 records a partition (4 objects each), killed at its first commit: the kill lands

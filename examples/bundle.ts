@@ -1,0 +1,92 @@
+/**
+ * `npm run bundle -w examples` — each archiver of the examples built into one
+ * ES module file with rolldown, as a service that starts often (a restart
+ * loop, a scaled group) would be deployed:
+ *
+ * - `dist/bundle/kafka-to-s3.mjs`, from `kafka-to-s3/main.ts` (its
+ *   `archiver.json` copied beside it, where `--config` looks by default);
+ * - `dist/bundle/bench-e2e.mjs`, from `bench/e2e.ts`: `bench:peer` runs its
+ *   Sluice contender (`--role sluice`) from it unless `--sluice-from sources`.
+ *
+ * **Why**: the start of an archiver is mostly Node's module loader, not the
+ * modules' own code. Loading the workspace's ~1 000 module files (resolving
+ * each import, reading `package.json`s, linking) cost 1.1–1.6 s of CPU here
+ * with Node's compile cache warm, the one file 0.5–0.8 s
+ * (`docs/design/real-path-cost.md`, 2026-12-08). A 1 M-record `bench:peer`
+ * run counts that from the spawn: ~0.8 µs a record.
+ *
+ * The workspace's packages are bundled from their TypeScript sources (the
+ * `@sluice/source` condition, as the benches run them), so no `npm run build`
+ * is needed first. Left outside the file, loaded from `node_modules` at run
+ * time: Node's built-ins; `@node-rs/crc32`, a native addon that
+ * `createRequire` loads (a `.node` file cannot be inlined); and
+ * `@platformatic/wasm-utils`, which reads its `.wasm` beside its own files.
+ * So a bundle runs where it was built, inside this repo's tree.
+ *
+ * ```sh
+ * npm run bundle -w examples
+ * node examples/dist/bundle/kafka-to-s3.mjs <topic> <bucket> [flags]
+ * ```
+ */
+import { copyFileSync, mkdirSync } from "node:fs"
+import { basename, dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+/** Where the bundles are written. */
+export const bundleDir = join(here, "dist", "bundle")
+
+/** The archiver of `kafka-to-s3/`, one file. */
+export const kafkaToS3Bundle = join(bundleDir, "kafka-to-s3.mjs")
+
+/** `bench:e2e`'s entry (its child roles: the Sluice contender, the plain loop), one file. */
+export const benchE2eBundle = join(bundleDir, "bench-e2e.mjs")
+
+/** Packages loaded from `node_modules` at run time (see the module's comment). */
+const EXTERNAL: ReadonlyArray<string | RegExp> = [/^node:/, "@node-rs/crc32", "@platformatic/wasm-utils"]
+
+/** Resolution conditions: the workspace's TypeScript sources first, then what Node itself would pick. */
+const CONDITIONS = ["@sluice/source", "node", "import", "default"]
+
+const bundleOne = async (entry: string, file: string): Promise<void> => {
+  // Imported here, not at the top: the benches import this module for its paths only.
+  const { build } = await import("rolldown")
+  await build({
+    input: entry,
+    platform: "node",
+    external: [...EXTERNAL],
+    resolve: { conditionNames: CONDITIONS },
+    logLevel: "warn",
+    // One file: the dynamic import of `kafka-to-s3/main.ts` (loading its
+    // command after turning on the compile cache) is inlined too.
+    output: { format: "esm", file, codeSplitting: false }
+  })
+}
+
+/**
+ * Builds both bundles into `dir` (default {@link bundleDir}; elsewhere for a
+ * test, inside the tree so that the packages left outside still resolve);
+ * returns their paths: the archiver's, then the bench contender's.
+ */
+export const bundleAll = async (dir: string = bundleDir): Promise<ReadonlyArray<string>> => {
+  mkdirSync(dir, { recursive: true })
+  const archiver = join(dir, basename(kafkaToS3Bundle))
+  const contender = join(dir, basename(benchE2eBundle))
+  await bundleOne(join(here, "kafka-to-s3", "main.ts"), archiver)
+  copyFileSync(join(here, "kafka-to-s3", "archiver.json"), join(dir, "archiver.json"))
+  await bundleOne(join(here, "bench", "e2e.ts"), contender)
+  return [archiver, contender]
+}
+
+if (import.meta.main) {
+  bundleAll().then(
+    (files) => {
+      for (const file of files) process.stdout.write(`${file}\n`)
+    },
+    (error: unknown) => {
+      console.error("bundle:", error instanceof Error ? error.message : error)
+      process.exitCode = 1
+    }
+  )
+}
