@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run bench:peer [-- --records N --partitions P --rounds R --peer quix|camel --peer-defaults --json]   (all flags: -- --help)
+# npm run bench:peer [-- --records N --partitions P --rounds R --peer quix|camel --peer-defaults --sluice-from bundle|sources --json]   (all flags: -- --help)
 #
 # Sluice against a real peer archiver, Quix Streams' S3FileSink, on the local services:
 # installs the peer once into a cached virtualenv (scripts/lib/peer-venv.sh:
@@ -18,6 +18,12 @@ cd "$(dirname "$0")/.."
 case " $* " in *" --help "*|*" -h "*|*" --completions "*|*" --completions="*) exec "$(repo_node)" --conditions=@sluice/source examples/bench/peer.ts "$@" ;; esac
 # --trouble reads Sluice's bucket back with `sluice audit` (the S3 adapter's bin, from dist).
 case " $* " in *" --trouble "*|*" --trouble="*) npx turbo run build --filter=@sluice/adapter-s3 --output-logs=errors-only >&2 ;; esac
+# The throughput rounds run Sluice's archiver from its one-file build (examples/bundle.ts,
+# a few seconds), unless --sluice-from sources.
+case " $* " in
+  *" --trouble "*|*" --trouble="*|*" --sluice-from sources "*|*" --sluice-from=sources "*) ;;
+  *) npm run -s bundle -w @sluice/examples >&2 ;;
+esac
 . scripts/lib/services-for-run.sh
 # Before the services: an install or a build that fails leaves nothing running. The peer
 # is Quix Streams (a cached virtualenv); the Camel route is built with Maven into the cache

@@ -25,7 +25,12 @@
  * 2. Each of `--rounds` rounds archives the whole topic with Sluice and with
  *    the peer (the order alternates), each with its own consumer group and
  *    its own bucket. Sluice is `bench:e2e`'s contender (`e2e.ts --role
- *    sluice`: `KafkaSource` → `Composition.defaults()` → `S3Sink`). The peer
+ *    sluice`: `KafkaSource` → `Composition.defaults()` → `S3Sink`), run from
+ *    its one-file build (`examples/bundle.ts`, `dist/bundle/bench-e2e.mjs`,
+ *    which `scripts/bench-peer.sh` builds first), as an archiver that starts
+ *    often would be deployed: the start is counted, and loading the
+ *    workspace's module files costs ~0.8 s of CPU more than the one file.
+ *    `--sluice-from sources` runs it on the workspace's sources instead. The peer
  *    is `peer/quix_s3_archiver.py`, tuned as measured before (a checkpoint
  *    every 250 000 records or 60 s), or with Quix's defaults with
  *    `--peer-defaults`; it stops itself after the topic's records
@@ -58,6 +63,7 @@
  * less; both ratios read "times better"); `lost` is `{ sluice, peer }` (the most any round lost; `null` when
  * Sluice's archive failed its check, which names the fault).
  */
+import { existsSync } from "node:fs"
 import * as Os from "node:os"
 import { performance } from "node:perf_hooks"
 import { setTimeout as sleep } from "node:timers/promises"
@@ -67,6 +73,7 @@ import { Admin } from "@platformatic/kafka"
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Option, Result } from "effect"
 import { Flag } from "effect/cli"
+import { benchE2eBundle } from "../bundle.ts"
 import * as Archive from "./archive.ts"
 import { countFlag, k, mb, median, readLine, round3, sec } from "./cli.ts"
 import type { Job } from "./contender.ts"
@@ -91,6 +98,10 @@ export const TERM_GRACE_MILLIS = 30_000
 
 type Contender = "sluice" | "peer"
 
+/** What Sluice's archiver runs from (`--sluice-from`). */
+const SLUICE_FROM = ["bundle", "sources"] as const
+export type SluiceFrom = typeof SLUICE_FROM[number]
+
 // --- the command line ---------------------------------------------------------
 
 /** `bench:peer`'s command line: the throughput rounds' flags, and the trouble run's (`trouble.ts`). */
@@ -103,6 +114,10 @@ export const command = CommandLine.script("bench:peer", {
     Flag.optional
   ),
   peerDefaults: CommandLine.switchFlag("peer-defaults", "the peer with Quix's default commit settings (commit_interval=5, commit_every=0), not tuned"),
+  sluiceFrom: Flag.Literals("sluice-from", SLUICE_FROM).pipe(
+    Flag.withDescription("what Sluice's archiver runs from: bundle (one file built by npm run bundle -w @sluice/examples, the default) or sources (the workspace's module files)"),
+    Flag.optional
+  ),
   ...Trouble.flags,
   json: CommandLine.switchFlag("json", "the report on stderr, and on stdout's last line one JSON object: the summary")
 }, "Sluice against a real peer archiver, Quix Streams' S3FileSink, on the same topic, local broker and S3 server (scripts/bench-peer.sh starts them and installs the peer): records/s and CPU per record over rounds, or, with --trouble, through a minute of store trouble.", { invocation: "npm run bench:peer --" })
@@ -117,6 +132,8 @@ export interface Rounds {
   readonly peer: PeerName
   /** The peer with Quix's default commit settings. */
   readonly peerDefaults: boolean
+  /** Sluice's archiver from its one-file build, or from the workspace's sources. */
+  readonly sluiceFrom: SluiceFrom
   readonly json: boolean
 }
 
@@ -139,7 +156,8 @@ export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Roun
       "--partitions": flags.partitions.given,
       "--rounds": flags.rounds.given,
       "--peer": Option.isSome(flags.peer),
-      "--peer-defaults": flags.peerDefaults
+      "--peer-defaults": flags.peerDefaults,
+      "--sluice-from": Option.isSome(flags.sluiceFrom)
     })
     const troubleOnly = given({
       "--contenders": Option.isSome(flags.contenders),
@@ -163,11 +181,24 @@ export const decode = (argv: ReadonlyArray<string>): CommandLine.ScriptLine<Roun
         rounds: yield* flags.rounds.value,
         peer,
         peerDefaults: flags.peerDefaults,
+        sluiceFrom: Option.getOrElse(flags.sluiceFrom, (): SluiceFrom => "bundle"),
         json: flags.json
       }
       return rounds
     }).pipe(Result.mapError((message) => `${command.name}: ${message}`))
   })
+
+/**
+ * Node's arguments before `--role` for Sluice's archiver: the one-file build
+ * (no loader flags: it holds the sources already), or `e2e.ts` on the
+ * sources with this process's own flags (`--conditions=@sluice/source`).
+ * Throws when the build is missing.
+ */
+export const sluiceCommand = (from: SluiceFrom): ReadonlyArray<string> => {
+  if (from === "sources") return [...process.execArgv, fileURLToPath(new URL("./e2e.ts", import.meta.url))]
+  if (!existsSync(benchE2eBundle)) throw new Error(`${benchE2eBundle} is missing: build it with \`npm run bundle -w @sluice/examples\` (scripts/bench-peer.sh does), or pass --sluice-from sources`)
+  return [benchE2eBundle]
+}
 
 /** One archiving run, measured. */
 interface Run {
@@ -290,14 +321,14 @@ const runFailures = (run: Run, ends: ReadonlyArray<number>, boundMillis: number)
   return out
 }
 
-async function main({ json, records, partitions, rounds, peer: peerName, peerDefaults }: Rounds): Promise<void> {
+async function main({ json, records, partitions, rounds, peer: peerName, peerDefaults, sluiceFrom }: Rounds): Promise<void> {
   const program = peerProgram(peerName, peerDefaults)
   const peer = program.label
   const peerSettings = program.settings
   const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`)
   const services = Services.fromEnv()
   const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
-  const e2e = fileURLToPath(new URL("./e2e.ts", import.meta.url))
+  const sluiceEntry = sluiceCommand(sluiceFrom)
   const client = Services.s3Client(services)
   const admin = new Admin({ clientId: "bench-peer-admin", bootstrapBrokers: services.brokers })
   const id = `${Date.now().toString(36)}-${process.pid}`
@@ -307,7 +338,7 @@ async function main({ json, records, partitions, rounds, peer: peerName, peerDef
 
   say(`bench:peer — ${records.toLocaleString("en-US")} records × ${Services.RECORD_BYTES} B over ${partitions} partitions, ${rounds} rounds`)
   say(`machine: ${Os.cpus().length} cores, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, load ${Os.loadavg().map((l) => l.toFixed(1)).join(" ")}, Node ${process.version}`)
-  say(`Kafka ${services.brokers.join(",")}, S3 ${services.s3.endpoint}; Sluice: default policies; peer: ${peer}${peerName === "quix" ? " S3FileSink" : ""}, ${peerSettings}`)
+  say(`Kafka ${services.brokers.join(",")}, S3 ${services.s3.endpoint}; Sluice: default policies, from its ${sluiceFrom === "bundle" ? "one-file build" : "sources"}; peer: ${peer}${peerName === "quix" ? " S3FileSink" : ""}, ${peerSettings}`)
   say(`each run bounded to ${(boundMillis / 1000).toFixed(0)} s`)
   const rows: Array<Row> = []
   try {
@@ -326,7 +357,7 @@ async function main({ json, records, partitions, rounds, peer: peerName, peerDef
         const job: Job = { topic, partitions, records, groupId, bucket, recordsPerObject: 0, policies: "default" }
         const before = Services.serviceCpu(repoRoot)
         const tree = contender === "sluice"
-          ? ProcessTree.start("sluice", process.execPath, [...process.execArgv, e2e, "--role", "sluice", "--job", JSON.stringify(job)])
+          ? ProcessTree.start("sluice", process.execPath, [...sluiceEntry, "--role", "sluice", "--job", JSON.stringify(job)])
           : ProcessTree.start("peer", program.command, [...program.args({ brokers: services.brokers.join(","), topic, group: groupId, bucket, records })])
         const run = await runTree(tree, admin, job, ends, boundMillis)
         const after = Services.serviceCpu(repoRoot)
@@ -393,6 +424,7 @@ async function main({ json, records, partitions, rounds, peer: peerName, peerDef
     lost: { sluice: worst("sluice", (s) => s.lost), peer: worst("peer", (s) => s.lost) },
     duplicates: { sluice: worst("sluice", (s) => s.duplicates), peer: worst("peer", (s) => s.duplicates) },
     peerSettings,
+    sluiceFrom,
     records,
     partitions,
     rounds,

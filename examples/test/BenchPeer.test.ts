@@ -105,7 +105,7 @@ describe("bench:peer — the command line", () => {
   }
 
   it("generates the help from the definition: the rounds' flags and the trouble run's, with their defaults", () => {
-    for (const flag of ["--records n", "--partitions n", "--rounds n", "--peer choice", "--peer-defaults", "--trouble list", "--contenders list", "--rate n", "--seconds n", "--trouble-at n", "--trouble-seconds n", "--json"]) {
+    for (const flag of ["--records n", "--partitions n", "--rounds n", "--peer choice", "--peer-defaults", "--sluice-from choice", "--trouble list", "--contenders list", "--rate n", "--seconds n", "--trouble-at n", "--trouble-seconds n", "--json"]) {
       expect(command.help).toContain(flag)
     }
     expect(command.help).toContain("npm run bench:peer -- [flags]")
@@ -114,12 +114,15 @@ describe("bench:peer — the command line", () => {
   })
 
   it("reads the throughput rounds, their defaults, and counts written with _ or ,", () => {
-    expect(decode([])).toEqual({ _tag: "Run", flags: { _tag: "Rounds", records: 1_000_000, partitions: 8, rounds: 3, peer: "quix", peerDefaults: false, json: false } })
+    expect(decode([])).toEqual({ _tag: "Run", flags: { _tag: "Rounds", records: 1_000_000, partitions: 8, rounds: 3, peer: "quix", peerDefaults: false, sluiceFrom: "bundle", json: false } })
     expect(decode(["--records", "200_000", "--rounds", "1", "--peer-defaults", "--json"])).toEqual({
       _tag: "Run",
-      flags: { _tag: "Rounds", records: 200_000, partitions: 8, rounds: 1, peer: "quix", peerDefaults: true, json: true }
+      flags: { _tag: "Rounds", records: 200_000, partitions: 8, rounds: 1, peer: "quix", peerDefaults: true, sluiceFrom: "bundle", json: true }
     })
-    expect(decode(["--peer", "camel"])).toEqual({ _tag: "Run", flags: { _tag: "Rounds", records: 1_000_000, partitions: 8, rounds: 3, peer: "camel", peerDefaults: false, json: false } })
+    expect(decode(["--peer", "camel"])).toEqual({ _tag: "Run", flags: { _tag: "Rounds", records: 1_000_000, partitions: 8, rounds: 3, peer: "camel", peerDefaults: false, sluiceFrom: "bundle", json: false } })
+    expect(decode(["--sluice-from", "sources"])).toMatchObject({ _tag: "Run", flags: { _tag: "Rounds", sluiceFrom: "sources" } })
+    expect(invalid(["--sluice-from", "dist"])).toMatch(/^bench:peer: Invalid value for flag --sluice-from: "dist"/)
+    expect(invalid(["--trouble", "slowdown", "--sluice-from", "sources"])).toMatch(/--sluice-from not with --trouble/)
   })
 
   it("ends a run at its commits, or at its last record stored when the archiver says that came later", () => {

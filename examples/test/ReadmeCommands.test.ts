@@ -203,6 +203,7 @@ const elsewhere: Record<string, string> = {
   "npm run bench:e2e -- --rounds 1 --cpu-prof /tmp/prof": "a benchmark (minutes): run by hand",
   "npm run bench:peer": "a benchmark (minutes; installs the Quix Streams virtualenv on first use, which npm test must not): run by hand, figures in examples/README.md; its reader and process-tree measure in examples/test/BenchPeer.test.ts",
   "npm run bench:peer -- --records 1000000 --rounds 3 --json": "a benchmark (minutes): run by hand, the same program as `npm run bench:peer`; figures in examples/README.md",
+  "npm run bench:peer -- --sluice-from sources --json": "a benchmark (minutes): run by hand, the same program as `npm run bench:peer` with Sluice on the workspace's sources; figures in examples/README.md; the flag in examples/test/BenchPeer.test.ts",
   "npm run bench:peer -- --records 200000 --rounds 1 --peer-defaults --json": "a benchmark: run by hand, the same program as `npm run bench:peer` with Quix's default commit settings",
   "npm run bench:peer -- --peer camel --json": "a benchmark (minutes; builds the Camel route with Maven on first use, which npm test must not): run by hand, figures in examples/README.md; its reader of the route's objects, its command line and how it starts the route in examples/test/BenchPeer.test.ts",
   "npm run bench:peer -- --trouble slowdown,slower --json": "a benchmark (~15 min; the Quix Streams virtualenv): run by hand, figures in examples/README.md; its count of committed-but-not-archived records in examples/test/BenchPeer.test.ts",
