@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 case " $* " in *" --help "*|*" -h "*|*" --completions "*|*" --completions="*) exec "$(repo_node)" --conditions=@sluice/source examples/bench/peer.ts "$@" ;; esac
 # --trouble reads Sluice's bucket back with `sluice audit` (the S3 adapter's bin, from dist).
 case " $* " in *" --trouble "*|*" --trouble="*) npx turbo run build --filter=@sluice/adapter-s3 --output-logs=errors-only >&2 ;; esac
-# The throughput rounds run Sluice's archiver from its one-file build (examples/bundle.ts,
+# The throughput rounds run Sluice's archiver from its one-file build (examples/bundle/build.ts,
 # a few seconds), unless --sluice-from sources.
 case " $* " in
   *" --trouble "*|*" --trouble="*|*" --sluice-from sources "*|*" --sluice-from=sources "*) ;;

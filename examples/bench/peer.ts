@@ -26,7 +26,7 @@
  *    the peer (the order alternates), each with its own consumer group and
  *    its own bucket. Sluice is `bench:e2e`'s contender (`e2e.ts --role
  *    sluice`: `KafkaSource` → `Composition.defaults()` → `S3Sink`), run from
- *    its one-file build (`examples/bundle.ts`, `dist/bundle/bench-e2e.mjs`,
+ *    its one-file build (`examples/bundle/build.ts`, `dist/bundle/bench-e2e.mjs`,
  *    which `scripts/bench-peer.sh` builds first), as an archiver that starts
  *    often would be deployed: the start is counted, and loading the
  *    workspace's module files costs ~0.8 s of CPU more than the one file.
@@ -73,7 +73,7 @@ import { Admin } from "@platformatic/kafka"
 import * as CommandLine from "@sluice/core/CommandLine"
 import { Option, Result } from "effect"
 import { Flag } from "effect/cli"
-import { benchE2eBundle } from "../bundle.ts"
+import { benchE2eBundle } from "../bundle/build.ts"
 import * as Archive from "./archive.ts"
 import { countFlag, k, mb, median, readLine, round3, sec } from "./cli.ts"
 import type { Job } from "./contender.ts"

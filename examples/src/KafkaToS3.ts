@@ -164,7 +164,7 @@ export const onSignal: Effect.Effect<void> = Effect.gen(function*() {
 })
 
 // Run as a script only when started as this file (`KafkaToS3.js` built, `KafkaToS3.ts` on the
-// sources). Not by `import.meta`: bundled into another entry (`examples/bundle.ts`), this module
+// sources). Not by `import.meta`: bundled into another entry (`examples/bundle/build.ts`), this module
 // shares that entry's `import.meta`, and would take the entry's arguments as its own.
 const isMain = /(^|[/\\])KafkaToS3\.[jt]s$/.test(process.argv[1] ?? "")
 if (isMain) {

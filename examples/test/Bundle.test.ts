@@ -1,5 +1,5 @@
 /**
- * The one-file builds of `examples/bundle.ts`: built here with rolldown, then
+ * The one-file builds of `examples/bundle/build.ts`: built here with rolldown, then
  * run as processes. The archiver of `kafka-to-s3/` answers as its own command
  * (a module bundled into it must not take the entry's arguments as its own),
  * and `bench:peer`'s Sluice contender, run from its build on the real broker
@@ -11,7 +11,7 @@ import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { bundleAll } from "../bundle.ts"
+import { bundleAll, bundleOne } from "../bundle/build.ts"
 import * as Archive from "../bench/archive.ts"
 import type { Job, Result } from "../bench/contender.ts"
 import { RESULT } from "../bench/contender.ts"
@@ -32,7 +32,7 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-describe("examples/bundle.ts — the archivers as one file each", () => {
+describe("examples/bundle/build.ts — the archivers as one file each", () => {
   it("builds both; the kafka-to-s3 build answers --help as its command, and refuses a bad line with exit 2", () => {
     expect([kafkaToS3Bundle, benchE2eBundle]).toEqual([join(dir, "kafka-to-s3.mjs"), join(dir, "bench-e2e.mjs")])
     for (const file of [kafkaToS3Bundle, benchE2eBundle, join(dir, "archiver.json")]) expect(existsSync(file)).toBe(true)
@@ -49,6 +49,19 @@ describe("examples/bundle.ts — the archivers as one file each", () => {
     expect(bad.stderr).not.toContain("usage: node examples/dist/KafkaToS3.js")
     expect(bad.stderr).toContain("--no-such-flag")
   })
+
+  it("keeps the Kafka client's option validation: a strict client refuses wrong options with the same messages as on the sources", async () => {
+    const fixture = join(import.meta.dirname, "fixtures", "bundle", "strict-client.ts")
+    const built = join(dir, "strict-client.mjs")
+    await bundleOne(fixture, built)
+    const sources = spawnSync(process.execPath, ["--conditions=@sluice/source", fixture], { encoding: "utf8", timeout: 60_000 })
+    const bundled = spawnSync(process.execPath, [built], { encoding: "utf8", timeout: 60_000 })
+    expect(sources.status, sources.stderr).toBe(0)
+    expect(bundled.status, bundled.stderr).toBe(0)
+    expect(sources.stdout).toContain("consumer, clientId a number: UserError /options/clientId must be string.")
+    expect(sources.stdout).toContain("consumer, not strict: built")
+    expect(bundled.stdout).toBe(sources.stdout)
+  }, 120_000)
 
   it("runs bench:peer's Sluice contender from its build on the real services: the bucket holds every offset once", async () => {
     const services = Services.fromEnv()

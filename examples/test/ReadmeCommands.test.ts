@@ -132,7 +132,7 @@ const run: ReadonlyArray<{ readonly command: string; readonly smoke?: string; re
     smoke: `${produceSmall} && { node examples/dist/KafkaToS3.js "$t" "$t" --follow & p=$!; sleep 12; kill -TERM $p; wait $p; }`,
     output: /^(?=[\s\S]*draining: stopped reading)(?=[\s\S]*archived \d+ records in \d+ objects)/
   },
-  // The archiver built into one file (examples/bundle.ts), run on the services npm test started.
+  // The archiver built into one file (examples/bundle/build.ts), run on the services npm test started.
   {
     command: "npm run bundle -w @sluice/examples",
     output: /dist\/bundle\/kafka-to-s3\.mjs\n[\s\S]*dist\/bundle\/bench-e2e\.mjs/

@@ -23,16 +23,21 @@
  * `@platformatic/wasm-utils`, which reads its `.wasm` beside its own files.
  * So a bundle runs where it was built, inside this repo's tree.
  *
+ * One change to what is bundled: the Kafka client's shared `ajv` instance
+ * compiles its 38 option schemas when first used, not at import
+ * (`LazyAjv2020.ts`, which says why); it uses them only with `strict: true`.
+ *
  * ```sh
  * npm run bundle -w examples
  * node examples/dist/bundle/kafka-to-s3.mjs <topic> <bucket> [flags]
  * ```
  */
-import { copyFileSync, mkdirSync } from "node:fs"
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs"
 import { basename, dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
-const here = dirname(fileURLToPath(import.meta.url))
+/** The examples folder. */
+const here = join(dirname(fileURLToPath(import.meta.url)), "..")
 
 /** Where the bundles are written. */
 export const bundleDir = join(here, "dist", "bundle")
@@ -43,26 +48,54 @@ export const kafkaToS3Bundle = join(bundleDir, "kafka-to-s3.mjs")
 /** `bench:e2e`'s entry (its child roles: the Sluice contender, the plain loop), one file. */
 export const benchE2eBundle = join(bundleDir, "bench-e2e.mjs")
 
+/** The stand-in for `ajv/dist/2020.js` given to the Kafka client. */
+const lazyAjv = join(dirname(fileURLToPath(import.meta.url)), "LazyAjv2020.ts")
+
 /** Packages loaded from `node_modules` at run time (see the module's comment). */
 const EXTERNAL: ReadonlyArray<string | RegExp> = [/^node:/, "@node-rs/crc32", "@platformatic/wasm-utils"]
 
 /** Resolution conditions: the workspace's TypeScript sources first, then what Node itself would pick. */
 const CONDITIONS = ["@sluice/source", "node", "import", "default"]
 
-const bundleOne = async (entry: string, file: string): Promise<void> => {
+/** Where the Kafka client imports `ajv` for its shared instance: given `LazyAjv2020.ts` instead. */
+const CLIENT_AJV_IMPORTER = /[/\\]@platformatic[/\\]kafka[/\\]dist[/\\]utils\.js$/
+const CLIENT_AJV_SOURCE = "ajv/dist/2020.js"
+
+/**
+ * Builds `entry` into `file`. The Kafka client's shared `ajv` instance is
+ * given `LazyAjv2020.ts` (its schemas compiled when first used, not at
+ * import); the build fails when the client no longer imports `ajv` where
+ * this expects, rather than ship a file that silently compiles them again.
+ */
+export const bundleOne = async (entry: string, file: string): Promise<void> => {
   // Imported here, not at the top: the benches import this module for its paths only.
   const { build } = await import("rolldown")
+  let redirected = 0
   await build({
     input: entry,
     platform: "node",
     external: [...EXTERNAL],
+    plugins: [{
+      name: "sluice-lazy-ajv",
+      resolveId(source, importer) {
+        if (source !== CLIENT_AJV_SOURCE || importer === undefined || !CLIENT_AJV_IMPORTER.test(importer)) return null
+        redirected++
+        return lazyAjv
+      }
+    }],
     resolve: { conditionNames: CONDITIONS },
     logLevel: "warn",
     // One file: the dynamic import of `kafka-to-s3/main.ts` (loading its
     // command after turning on the compile cache) is inlined too.
     output: { format: "esm", file, codeSplitting: false }
   })
+  if (redirected === 0 && importsKafkaClient(file)) {
+    throw new Error(`${entry}: the Kafka client's ${CLIENT_AJV_SOURCE} import from dist/utils.js was not found; update examples/bundle/build.ts to the client's layout`)
+  }
 }
+
+/** Whether the built file holds the Kafka client (the entry imports it). */
+const importsKafkaClient = (file: string): boolean => readFileSync(file, "utf8").includes("plt:kafka:client")
 
 /**
  * Builds both bundles into `dir` (default {@link bundleDir}; elsewhere for a
