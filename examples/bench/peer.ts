@@ -28,8 +28,9 @@
  *    sluice`: `KafkaSource` → `Composition.defaults()` → `S3Sink`), run from
  *    its one-file build (`examples/bundle/build.ts`, `dist/bundle/bench-e2e.mjs`,
  *    which `scripts/bench-peer.sh` builds first), as an archiver that starts
- *    often would be deployed: the start is counted, and loading the
- *    workspace's module files costs ~0.8 s of CPU more than the one file.
+ *    often would be deployed: the start is counted, and on the sources it
+ *    costs ~1 s of CPU more (loading ~1 000 module files, and the Kafka
+ *    client compiling its option schemas at import, which the build defers).
  *    `--sluice-from sources` runs it on the workspace's sources instead. The peer
  *    is `peer/quix_s3_archiver.py`, tuned as measured before (a checkpoint
  *    every 250 000 records or 60 s), or with Quix's defaults with
