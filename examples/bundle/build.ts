@@ -1,5 +1,5 @@
 /**
- * `npm run bundle -w examples` — each archiver of the examples built into one
+ * `npm run bundle -w @sluice/examples` — each archiver of the examples built into one
  * ES module file with rolldown, as a service that starts often (a restart
  * loop, a scaled group) would be deployed:
  *
@@ -10,10 +10,10 @@
  *
  * **Why**: the start of an archiver is mostly Node's module loader, not the
  * modules' own code. Loading the workspace's ~1 000 module files (resolving
- * each import, reading `package.json`s, linking) cost 1.1–1.6 s of CPU here
- * with Node's compile cache warm, the one file 0.5–0.8 s
- * (`docs/design/real-path-cost.md`, 2026-12-08). A 1 M-record `bench:peer`
- * run counts that from the spawn: ~0.8 µs a record.
+ * each import, reading `package.json`s, linking) cost 1.3–1.8 s of CPU here
+ * with Node's compile cache warm, the one file 0.7–0.9 s, and 0.3–0.4 s with
+ * the change below (`docs/design/real-path-cost.md`, 2026-12-08). A 1
+ * M-record `bench:peer` run counts the start from the spawn: ~1 µs a record.
  *
  * The workspace's packages are bundled from their TypeScript sources (the
  * `@sluice/source` condition, as the benches run them), so no `npm run build`
@@ -28,7 +28,7 @@
  * (`LazyAjv2020.ts`, which says why); it uses them only with `strict: true`.
  *
  * ```sh
- * npm run bundle -w examples
+ * npm run bundle -w @sluice/examples
  * node examples/dist/bundle/kafka-to-s3.mjs <topic> <bucket> [flags]
  * ```
  */
