@@ -32,12 +32,13 @@
  * node examples/dist/bundle/kafka-to-s3.mjs <topic> <bucket> [flags]
  * ```
  */
-import { copyFileSync, mkdirSync, readFileSync } from "node:fs"
+import { copyFileSync, mkdirSync } from "node:fs"
 import { basename, dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
-/** The examples folder. */
-const here = join(dirname(fileURLToPath(import.meta.url)), "..")
+/** This folder, and the examples folder above it. */
+const bundleFolder = dirname(fileURLToPath(import.meta.url))
+const here = join(bundleFolder, "..")
 
 /** Where the bundles are written. */
 export const bundleDir = join(here, "dist", "bundle")
@@ -49,7 +50,7 @@ export const kafkaToS3Bundle = join(bundleDir, "kafka-to-s3.mjs")
 export const benchE2eBundle = join(bundleDir, "bench-e2e.mjs")
 
 /** The stand-in for `ajv/dist/2020.js` given to the Kafka client. */
-const lazyAjv = join(dirname(fileURLToPath(import.meta.url)), "LazyAjv2020.ts")
+const lazyAjv = join(bundleFolder, "LazyAjv2020.ts")
 
 /** Packages loaded from `node_modules` at run time (see the module's comment). */
 const EXTERNAL: ReadonlyArray<string | RegExp> = [/^node:/, "@node-rs/crc32", "@platformatic/wasm-utils"]
@@ -57,6 +58,8 @@ const EXTERNAL: ReadonlyArray<string | RegExp> = [/^node:/, "@node-rs/crc32", "@
 /** Resolution conditions: the workspace's TypeScript sources first, then what Node itself would pick. */
 const CONDITIONS = ["@sluice/source", "node", "import", "default"]
 
+/** A module of the Kafka client. */
+const CLIENT_MODULE = /[/\\]@platformatic[/\\]kafka[/\\]dist[/\\]/
 /** Where the Kafka client imports `ajv` for its shared instance: given `LazyAjv2020.ts` instead. */
 const CLIENT_AJV_IMPORTER = /[/\\]@platformatic[/\\]kafka[/\\]dist[/\\]utils\.js$/
 const CLIENT_AJV_SOURCE = "ajv/dist/2020.js"
@@ -70,6 +73,8 @@ const CLIENT_AJV_SOURCE = "ajv/dist/2020.js"
 export const bundleOne = async (entry: string, file: string): Promise<void> => {
   // Imported here, not at the top: the benches import this module for its paths only.
   const { build } = await import("rolldown")
+  // Whether the entry's graph holds the Kafka client (one of its modules imported something), and whether its `ajv` import was redirected.
+  let client = false
   let redirected = 0
   await build({
     input: entry,
@@ -78,6 +83,7 @@ export const bundleOne = async (entry: string, file: string): Promise<void> => {
     plugins: [{
       name: "sluice-lazy-ajv",
       resolveId(source, importer) {
+        if (importer !== undefined && CLIENT_MODULE.test(importer)) client = true
         if (source !== CLIENT_AJV_SOURCE || importer === undefined || !CLIENT_AJV_IMPORTER.test(importer)) return null
         redirected++
         return lazyAjv
@@ -89,13 +95,10 @@ export const bundleOne = async (entry: string, file: string): Promise<void> => {
     // command after turning on the compile cache) is inlined too.
     output: { format: "esm", file, codeSplitting: false }
   })
-  if (redirected === 0 && importsKafkaClient(file)) {
+  if (client && redirected === 0) {
     throw new Error(`${entry}: the Kafka client's ${CLIENT_AJV_SOURCE} import from dist/utils.js was not found; update examples/bundle/build.ts to the client's layout`)
   }
 }
-
-/** Whether the built file holds the Kafka client (the entry imports it). */
-const importsKafkaClient = (file: string): boolean => readFileSync(file, "utf8").includes("plt:kafka:client")
 
 /**
  * Builds both bundles into `dir` (default {@link bundleDir}; elsewhere for a
